@@ -1,0 +1,96 @@
+// Command sync-events-local serves the real sync-events handler over HTTP on
+// ADDR (default 127.0.0.1:3000) for local development. Without
+// DYNAMODB_ENDPOINT it runs on an embedded in-memory DynamoDB; with it, it
+// creates the tables there if missing. A bearer token's claims are decoded
+// without checking its signature, standing in for API Gateway's JWT
+// authorizer. None of this is in the Lambda binary.
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/ddb/embedded"
+	"github.com/sync-events/sync-events/internal/devserver"
+)
+
+// Local table names, used when the environment names none.
+var localDefaults = map[string]string{
+	config.EnvIdempotencyTable: "sync-events-idempotency",
+	config.EnvEventsTable:      "sync-events-events",
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	if err := run(log); err != nil {
+		log.Error("sync-events-local stopped", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	getenv := func(k string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return localDefaults[k]
+	}
+	backend := "endpoint"
+	if getenv(config.EnvEndpoint) == "" {
+		srv, err := embedded.Start()
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		inner := getenv
+		getenv = func(k string) string {
+			if k == config.EnvEndpoint {
+				return srv.URL
+			}
+			return inner(k)
+		}
+		backend = "embedded"
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: cfg.Endpoint, LocalCredentials: true})
+	if err != nil {
+		return err
+	}
+	if err := ddb.EnsureTables(ctx, client, ddb.TableNames{Ledger: cfg.IdempotencyTable, Events: cfg.EventsTable}); err != nil {
+		return err
+	}
+	h, err := api.NewFromConfig(ctx, cfg, ddb.ClientOptions{}, log)
+	if err != nil {
+		return err
+	}
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:3000"
+	}
+	srv := &http.Server{Addr: addr, Handler: devserver.Handler(h.Handle), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown) //nolint:errcheck // best effort on the way out
+	}()
+	log.Info("listening", "addr", "http://"+addr, "backend", backend, "idempotency_table", cfg.IdempotencyTable, "events_table", cfg.EventsTable)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

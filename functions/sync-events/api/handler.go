@@ -1,0 +1,315 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/go-json-experiment/json"
+
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// EventsPath is the one resource of the API.
+const EventsPath = "/api/v1/sync/events"
+
+// Page sizes of GET.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 100
+)
+
+// deadlineMargin is the time kept back from the Lambda deadline so that a
+// slow DynamoDB call is cut off in time to answer a retryable 503, instead of
+// the function being killed and the client getting a gateway error.
+const deadlineMargin = 500 * time.Millisecond
+
+// EventStore is what the handler needs of the events table.
+type EventStore interface {
+	PutNew(ev syncevent.Event) types.TransactWriteItem
+	List(ctx context.Context, userID string, limit int, after string) ([]syncevent.Event, string, error)
+}
+
+// Handler answers the function's API Gateway requests.
+type Handler struct {
+	ledger       *idempotency.Ledger
+	events       EventStore
+	maxBodyBytes int
+	log          *slog.Logger
+}
+
+// New returns a Handler; log receives one line per request.
+func New(ledger *idempotency.Ledger, events EventStore, maxBodyBytes int, log *slog.Logger) *Handler {
+	return &Handler{ledger: ledger, events: events, maxBodyBytes: maxBodyBytes, log: log}
+}
+
+// outcome is what a request came to, for the log line.
+type outcome struct {
+	status int
+	result string // an idempotency.Outcome, or "rejected" / "error" / "read"
+	key    string
+	err    error
+}
+
+// Handle is the Lambda handler. It never returns an error: every failure is
+// an answer the client can act on.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
+	start := time.Now()
+	var out outcome
+	defer func() {
+		if p := recover(); p != nil {
+			out = outcome{result: "error", key: out.key, err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
+			resp = errorResponse(errInternal)
+		}
+		out.status = resp.StatusCode
+		h.logRequest(ctx, &req, out, time.Since(start))
+	}()
+	ctx, cancel := withDeadlineMargin(ctx)
+	defer cancel()
+	resp, out = h.route(ctx, &req)
+	return resp, nil
+}
+
+func withDeadlineMargin(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, d.Add(-deadlineMargin))
+	}
+	return context.WithCancel(ctx)
+}
+
+func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
+	if requestPath(req) != EventsPath {
+		return rejected(errNotFound)
+	}
+	switch req.RequestContext.HTTP.Method {
+	case http.MethodPost:
+		return h.post(ctx, req)
+	case http.MethodGet:
+		return h.list(ctx, req)
+	default:
+		return rejected(methodNotAllowed("GET, POST"))
+	}
+}
+
+// requestPath is the path without the stage: API Gateway puts a named
+// stage in front of rawPath, the $default stage puts nothing.
+func requestPath(req *events.APIGatewayV2HTTPRequest) string {
+	p := req.RawPath
+	if p == "" {
+		p = req.RequestContext.HTTP.Path
+	}
+	if s := req.RequestContext.Stage; s != "" && s != "$default" {
+		p = strings.TrimPrefix(p, "/"+s)
+	}
+	return p
+}
+
+func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
+	user, apiErr := userID(req)
+	if apiErr != nil {
+		return rejected(apiErr)
+	}
+	key, apiErr := idempotencyKey(req)
+	if apiErr != nil {
+		return rejected(apiErr)
+	}
+	ev, canonical, apiErr := h.parseEvent(req)
+	if apiErr != nil {
+		r, o := rejected(apiErr)
+		o.key = key
+		return r, o
+	}
+	ev.UserID = user
+	mreq := idempotency.Request{UserID: user, Key: key, Method: http.MethodPost, Route: EventsPath, CanonicalBody: canonical}
+	res, err := h.ledger.Do(ctx, mreq, h.storeEvent(ev))
+	if err != nil {
+		return failed(err, key)
+	}
+	resp := jsonResponse(res.StatusCode, res.Body)
+	if res.Replayed() {
+		resp.Headers["Idempotent-Replayed"] = "true"
+	}
+	return resp, outcome{result: string(res.Outcome), key: key}
+}
+
+func (h *Handler) parseEvent(req *events.APIGatewayV2HTTPRequest) (syncevent.Event, []byte, *Error) {
+	if e := checkContentType(req); e != nil {
+		return syncevent.Event{}, nil, e
+	}
+	b, e := body(req, h.maxBodyBytes)
+	if e != nil {
+		return syncevent.Event{}, nil, e
+	}
+	canonical, e := canonicalBody(b)
+	if e != nil {
+		return syncevent.Event{}, nil, e
+	}
+	ev, err := syncevent.Parse(canonical)
+	if err != nil {
+		var ve *syncevent.ValidationError
+		if errors.As(err, &ve) {
+			return syncevent.Event{}, nil, validation("Invalid event: "+ve.Error(), ve.Fields)
+		}
+		return syncevent.Event{}, nil, validation("Invalid event: "+err.Error(), nil)
+	}
+	return ev, canonical, nil
+}
+
+var eventExists = idempotency.Response{
+	StatusCode: http.StatusConflict,
+	Body:       (&Error{Code: CodeEventAlreadyExists, Message: "An event with this id is already stored"}).body(),
+}
+
+// storeEvent is the executor of POST: the event, stamped with the time the
+// server received it, and its write, which must be its id's first.
+func (h *Handler) storeEvent(ev syncevent.Event) idempotency.Executor {
+	return func(_ context.Context, now time.Time) (idempotency.Execution, error) {
+		ev.ReceivedAt = now.Truncate(time.Millisecond)
+		return idempotency.Execution{
+			Response:               idempotency.Response{StatusCode: http.StatusCreated, Body: ev.CreatedBody()},
+			Writes:                 []types.TransactWriteItem{h.events.PutNew(ev)},
+			OnWriteConditionFailed: func(int) idempotency.Response { return eventExists },
+		}, nil
+	}
+}
+
+// page is the body of GET.
+type page struct {
+	Events     []syncevent.Listed `json:"events"`
+	NextCursor *string            `json:"nextCursor"`
+}
+
+func (h *Handler) list(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
+	user, apiErr := userID(req)
+	if apiErr != nil {
+		return rejected(apiErr)
+	}
+	limit, after, apiErr := pageParams(req.QueryStringParameters)
+	if apiErr != nil {
+		return rejected(apiErr)
+	}
+	evs, next, err := h.events.List(ctx, user, limit, after)
+	if errors.Is(err, syncevent.ErrBadPosition) {
+		return rejected(badCursor)
+	}
+	if err != nil {
+		return failed(err, "")
+	}
+	p := page{Events: make([]syncevent.Listed, len(evs))}
+	for i, ev := range evs {
+		p.Events[i] = ev.Listing()
+	}
+	if next != "" {
+		c := base64.RawURLEncoding.EncodeToString([]byte(next))
+		p.NextCursor = &c
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return failed(err, "")
+	}
+	return jsonResponse(http.StatusOK, b), outcome{result: "read"}
+}
+
+var badCursor = validation("cursor is not a cursor this API returned", map[string]string{"field": "cursor"})
+
+func pageParams(q map[string]string) (limit int, after string, _ *Error) {
+	limit = DefaultPageSize
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxPageSize {
+			return 0, "", validation(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), map[string]string{"field": "limit"})
+		}
+		limit = n
+	}
+	if v, ok := q["cursor"]; ok {
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || v == "" {
+			return 0, "", badCursor
+		}
+		if _, err := syncevent.ParseSortKey(string(raw)); err != nil {
+			return 0, "", badCursor
+		}
+		after = string(raw)
+	}
+	return limit, after, nil
+}
+
+func rejected(e *Error) (events.APIGatewayV2HTTPResponse, outcome) {
+	return errorResponse(e), outcome{result: "rejected"}
+}
+
+// failed maps an infrastructure or limit failure to its answer. None of
+// them leaves anything written, so each is safe to retry with the same key.
+func failed(err error, key string) (events.APIGatewayV2HTTPResponse, outcome) {
+	e := errInternal
+	switch {
+	case errors.Is(err, idempotency.ErrTooLarge):
+		e = errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
+	case errors.Is(err, idempotency.ErrBusy):
+		e = errBusy
+	case ddb.IsTransient(err):
+		e = errUnavailable
+	}
+	return errorResponse(e), outcome{result: "error", key: key, err: err}
+}
+
+func errorResponse(e *Error) events.APIGatewayV2HTTPResponse {
+	r := jsonResponse(e.Status, e.body())
+	if e.header[0] != "" {
+		r.Headers[e.header[0]] = e.header[1]
+	}
+	return r
+}
+
+func jsonResponse(status int, body []byte) events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       string(body),
+	}
+}
+
+// logRequest writes the request's one log line. It carries no body, no
+// token, no user id and only the first 8 characters of the key: enough to
+// correlate a client's retries, not enough to replay them.
+func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRequest, out outcome, took time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("request_id", lambdaRequestID(ctx, req)),
+		slog.String("method", req.RequestContext.HTTP.Method),
+		slog.String("path", requestPath(req)),
+		slog.Int("status", out.status),
+		slog.String("idempotency_outcome", out.result),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+	}
+	if out.key != "" {
+		attrs = append(attrs, slog.String("key_prefix", out.key[:8]))
+	}
+	level := slog.LevelInfo
+	if out.err != nil {
+		attrs = append(attrs, slog.String("error", out.err.Error()))
+		level = slog.LevelError
+		if out.status == http.StatusServiceUnavailable {
+			level = slog.LevelWarn
+		}
+	}
+	h.log.LogAttrs(ctx, level, "request", attrs...)
+}
+
+func lambdaRequestID(ctx context.Context, req *events.APIGatewayV2HTTPRequest) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		return lc.AwsRequestID
+	}
+	return req.RequestContext.RequestID
+}

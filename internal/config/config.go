@@ -1,0 +1,119 @@
+// Package config reads the service's settings from the environment, once,
+// at start-up, into a typed struct, and refuses a bad value with a message
+// that names the variable. It owns no defaults of the AWS SDK itself.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+)
+
+// Config is everything the service reads from its environment.
+type Config struct {
+	// IdempotencyTable and EventsTable are the DynamoDB table names.
+	IdempotencyTable string
+	EventsTable      string
+	// Endpoint overrides the DynamoDB endpoint (DynamoDB Local, moto,
+	// minidyn); empty means the AWS default for the region.
+	Endpoint string
+	// Retention is how long a ledger record answers retries.
+	Retention time.Duration
+	// MaxBodyBytes bounds a request body, after base64 decoding.
+	MaxBodyBytes int
+	// LogLevel is the least severe level logged.
+	LogLevel slog.Level
+}
+
+// The variables, as the template declares them.
+const (
+	EnvIdempotencyTable = "IDEMPOTENCY_TABLE"
+	EnvEventsTable      = "EVENTS_TABLE"
+	EnvEndpoint         = "DYNAMODB_ENDPOINT"
+	EnvRetention        = "IDEMPOTENCY_RETENTION"
+	EnvMaxBodyBytes     = "MAX_BODY_BYTES"
+	EnvLogLevel         = "LOG_LEVEL"
+)
+
+// Variables lists every variable Load reads; the template test holds the
+// template to it.
+var Variables = []string{EnvIdempotencyTable, EnvEventsTable, EnvEndpoint, EnvRetention, EnvMaxBodyBytes, EnvLogLevel}
+
+// Defaults for the optional variables.
+const (
+	DefaultRetention    = 7 * 24 * time.Hour
+	DefaultMaxBodyBytes = 256 << 10
+)
+
+// Bounds: a retention under an hour would expire records while a client is
+// still retrying; a body over 350 KiB could not fit one 400 KB DynamoDB item.
+const (
+	minRetention    = time.Hour
+	maxRetention    = 365 * 24 * time.Hour
+	maxMaxBodyBytes = 350 << 10
+)
+
+// DynamoDB's rule for table names.
+var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
+
+// Load reads the configuration through getenv (os.Getenv in production).
+// All problems are reported together.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo}
+	var errs []error
+	fail := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, args...)...))
+	}
+
+	tables := []struct {
+		name string
+		dst  *string
+	}{{EnvIdempotencyTable, &c.IdempotencyTable}, {EnvEventsTable, &c.EventsTable}}
+	for _, t := range tables {
+		name, dst := t.name, t.dst
+		switch v := getenv(name); {
+		case v == "":
+			fail(name, "is required")
+		case !tableName.MatchString(v):
+			fail(name, "%q is not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)", v)
+		default:
+			*dst = v
+		}
+	}
+	if v := getenv(EnvEndpoint); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			fail(EnvEndpoint, "%q is not an http(s) URL", v)
+		} else {
+			c.Endpoint = v
+		}
+	}
+	if v := getenv(EnvRetention); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < minRetention || d > maxRetention {
+			fail(EnvRetention, "%q must be a duration from %v to %v, such as 168h", v, minRetention, maxRetention)
+		} else {
+			c.Retention = d
+		}
+	}
+	if v := getenv(EnvMaxBodyBytes); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxMaxBodyBytes {
+			fail(EnvMaxBodyBytes, "%q must be a whole number of bytes from 1 to %d", v, maxMaxBodyBytes)
+		} else {
+			c.MaxBodyBytes = n
+		}
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			fail(EnvLogLevel, "%q must be DEBUG, INFO, WARN or ERROR", v)
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}

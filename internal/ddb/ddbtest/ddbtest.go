@@ -1,0 +1,84 @@
+// Package ddbtest starts the DynamoDB backend integration tests run on and
+// creates their tables from the same definitions the service and the
+// template use. By default that is the embedded in-memory server; with
+// DYNAMODB_ENDPOINT set, it is that endpoint (DynamoDB Local, moto), with
+// tables of unique names that are removed when the test ends.
+package ddbtest
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/google/uuid"
+	"github.com/truora/minidyn/server"
+
+	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/ddb/embedded"
+)
+
+// Backend is a DynamoDB endpoint with fresh tables.
+type Backend struct {
+	Client *dynamodb.Client
+	Tables ddb.TableNames
+	// Transport carries every call of Client; it counts them and injects faults.
+	Transport *Transport
+	// Name says which backend this is: "minidyn" or the endpoint URL.
+	Name string
+	// Minidyn is the embedded server, nil on an external endpoint.
+	Minidyn *server.Server
+}
+
+// External reports whether tests run on an endpoint given by DYNAMODB_ENDPOINT.
+func External() bool { return os.Getenv(config.EnvEndpoint) != "" }
+
+var (
+	shared     *embedded.Server
+	sharedOnce sync.Once
+	sharedErr  error
+)
+
+// Start returns a backend with fresh, empty tables, removed at the end of t.
+func Start(t testing.TB) *Backend {
+	t.Helper()
+	endpoint, name := os.Getenv(config.EnvEndpoint), os.Getenv(config.EnvEndpoint)
+	var md *server.Server
+	if endpoint == "" {
+		// One embedded server per test binary, unique tables per test: the
+		// same isolation an external endpoint gets.
+		sharedOnce.Do(func() { shared, sharedErr = embedded.Start() })
+		if sharedErr != nil {
+			t.Fatal(sharedErr)
+		}
+		endpoint, name, md = shared.URL, "minidyn", shared.Minidyn
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = 128 // the race tests run many requests at once
+	tr := NewTransport(base)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr}, LocalCredentials: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := uuid.NewString()[:8]
+	tables := ddb.TableNames{Ledger: "test-ledger-" + suffix, Events: "test-events-" + suffix}
+	if err := ddb.EnsureTables(ctx, client, tables); err != nil {
+		t.Fatalf("create tables on %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		tr.Reset()
+		if err := ddb.DeleteTables(ctx, client, tables); err != nil {
+			t.Errorf("clean up tables on %s: %v", name, err)
+		}
+	})
+	tr.Reset()
+	return &Backend{Client: client, Tables: tables, Transport: tr, Name: name, Minidyn: md}
+}

@@ -1,0 +1,135 @@
+package ddbtest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Transport wraps the DynamoDB client's transport: it counts the calls per
+// operation and can inject faults, the way a network or DynamoDB itself
+// would fail.
+type Transport struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	calls  map[string]int
+	faults []*Fault
+}
+
+// FaultKind is where and how a call fails.
+type FaultKind int
+
+const (
+	// Refused fails the call before it is sent: nothing reaches DynamoDB.
+	Refused FaultKind = iota
+	// LostAnswer sends the call, lets DynamoDB act on it, then resets the
+	// connection before the answer arrives.
+	LostAnswer
+	// ServiceError answers with a DynamoDB error (Code, Status) instead of
+	// sending the call.
+	ServiceError
+)
+
+// Fault is one failure to inject Times times into calls of Op.
+type Fault struct {
+	Op     string // e.g. "TransactWriteItems"; "" matches every call
+	Kind   FaultKind
+	Code   string // for ServiceError, e.g. "ThrottlingException"
+	Status int    // for ServiceError: 400 for throttling, 500 for internal errors
+	Times  int
+	fired  int
+}
+
+// Fired is how many times the fault has been injected.
+func (f *Fault) Fired() int { return f.fired }
+
+// NewTransport wraps base.
+func NewTransport(base http.RoundTripper) *Transport {
+	return &Transport{base: base, calls: map[string]int{}}
+}
+
+// Inject adds a fault and returns it, to read Fired later.
+func (t *Transport) Inject(f Fault) *Fault {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.faults = append(t.faults, &f)
+	return &f
+}
+
+// Reset forgets the counts and the faults.
+func (t *Transport) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.calls, t.faults = map[string]int{}, nil
+}
+
+// Calls returns the number of calls of each operation so far.
+func (t *Transport) Calls() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int, len(t.calls))
+	for k, v := range t.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Total is the number of calls of every operation so far.
+func (t *Transport) Total() int {
+	n := 0
+	for _, v := range t.Calls() {
+		n += v
+	}
+	return n
+}
+
+// RoundTrip counts the call, then injects the first matching fault or sends it.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	op := req.Header.Get("X-Amz-Target")
+	op = op[strings.LastIndex(op, ".")+1:]
+	t.mu.Lock()
+	t.calls[op]++
+	var fault *Fault
+	for _, f := range t.faults {
+		if (f.Op == "" || f.Op == op) && f.fired < f.Times {
+			f.fired++
+			fault = f
+			break
+		}
+	}
+	t.mu.Unlock()
+	if fault == nil {
+		return t.base.RoundTrip(req)
+	}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	switch fault.Kind {
+	case Refused:
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	case LostAnswer:
+		resp, err := t.base.RoundTrip(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body) //nolint:errcheck // the answer is thrown away on purpose
+			resp.Body.Close()
+		}
+		return nil, reset
+	default:
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected %s"}`, fault.Code, fault.Code)
+		return &http.Response{
+			StatusCode: fault.Status,
+			Header:     http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+			Body:       io.NopCloser(bytes.NewReader([]byte(body))),
+			Request:    req,
+		}, nil
+	}
+}

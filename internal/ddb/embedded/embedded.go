@@ -1,0 +1,41 @@
+// Package embedded runs an in-memory, DynamoDB-compatible server in the
+// process (minidyn's HTTP server) on a loopback port, for tests and the
+// local dev server. It is never imported by the Lambda binary.
+package embedded
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/truora/minidyn/server"
+)
+
+// Server is a running embedded backend.
+type Server struct {
+	// URL is the endpoint to point a DynamoDB client at.
+	URL string
+	// Minidyn is the backend itself, for its failure emulation.
+	Minidyn *server.Server
+	http    *http.Server
+}
+
+// Start listens on an ephemeral loopback port and serves until Close.
+func Start() (*Server, error) {
+	return StartOn("127.0.0.1:0")
+}
+
+// StartOn listens on addr, which should be a loopback address.
+func StartOn(addr string) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded DynamoDB: %w", err)
+	}
+	md := server.NewServer()
+	s := &Server{URL: "http://" + ln.Addr().String(), Minidyn: md, http: &http.Server{Handler: md}}
+	go s.http.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.http.Close() }

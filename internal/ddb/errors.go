@@ -1,0 +1,42 @@
+package ddb
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// ErrThrottled reports a request DynamoDB refused for load.
+var ErrThrottled = errors.New("dynamodb throttled the request")
+
+// IsTransient reports whether err is a failure that a later identical
+// request can get past: throttling, a DynamoDB-side error, a network failure
+// or a timeout. Anything else is a bug or a misconfiguration.
+func IsTransient(err error) bool {
+	if errors.Is(err, ErrThrottled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var sendErr *smithyhttp.RequestSendError
+	if errors.As(err, &sendErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+			"TransactionInProgressException", "InternalServerError", "ServiceUnavailable",
+			"LimitExceededException", "TransactionConflictException":
+			return true
+		}
+		return api.ErrorFault() == smithy.FaultServer
+	}
+	return false
+}

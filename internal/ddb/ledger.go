@@ -1,0 +1,187 @@
+package ddb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/internal/idempotency"
+)
+
+// Store implements idempotency.Store on the ledger table.
+type Store struct {
+	client *dynamodb.Client
+	table  string
+}
+
+var _ idempotency.Store = (*Store)(nil)
+
+// NewStore returns a Store for the ledger table named table.
+func NewStore(client *dynamodb.Client, table string) *Store {
+	return &Store{client: client, table: table}
+}
+
+// createdAtLayout is ISO 8601 UTC with milliseconds, as the seed stores it.
+const createdAtLayout = "2006-01-02T15:04:05.000Z"
+
+// ledgerCondition lets the Put through if no record exists or the one there
+// has expired but TTL has not deleted it yet ("key" is a reserved word).
+const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
+
+// Commit puts the ledger record first and the business writes after it, in
+// one transaction. The order matters on backends (minidyn) that report only
+// the first failed condition: a known key must be recognised as such.
+func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName:                           aws.String(s.table),
+		Item:                                recordItem(rec),
+		ConditionExpression:                 aws.String(ledgerCondition),
+		ExpressionAttributeNames:            map[string]string{"#k": attrKey, "#exp": attrExpiresAt},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": epoch(now)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	items = append(items, writes...)
+	if err := checkTransactionLimits(items); err != nil {
+		return err
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	return classifyCommitError(err)
+}
+
+// classifyCommitError maps a cancelled transaction to the idempotency errors.
+func classifyCommitError(err error) error {
+	var cancelled *types.TransactionCanceledException
+	if !errors.As(err, &cancelled) {
+		return err
+	}
+	reasons := cancelled.CancellationReasons
+	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+		return &idempotency.KeyExistsError{Existing: existingRecord(reasons[0].Item)}
+	}
+	for i, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			return &idempotency.WriteConditionError{Index: i - 1}
+		case "TransactionConflict":
+			return fmt.Errorf("%w: %w", idempotency.ErrTransactionConflict, err)
+		case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+			return fmt.Errorf("%w: %w", ErrThrottled, err)
+		}
+	}
+	return err
+}
+
+// existingRecord decodes the item DynamoDB returned with a failed condition,
+// or nil if the backend returned none (or one not worth trusting).
+func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
+	if len(item) == 0 {
+		return nil
+	}
+	rec, err := decodeRecord(item)
+	if err != nil {
+		return nil
+	}
+	return &rec
+}
+
+// Get reads a record with strong consistency: it may have been written a
+// moment ago by a concurrent request.
+func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            map[string]types.AttributeValue{attrUserID: str(userID), attrKey: str(key)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return idempotency.Record{}, false, err
+	}
+	if len(out.Item) == 0 {
+		return idempotency.Record{}, false, nil
+	}
+	rec, err := decodeRecord(out.Item)
+	if err != nil {
+		return idempotency.Record{}, false, err
+	}
+	return rec, true, nil
+}
+
+func recordItem(rec idempotency.Record) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrUserID:       str(rec.UserID),
+		attrKey:          str(rec.Key),
+		attrPayloadHash:  str(rec.PayloadHash),
+		attrStatusCode:   &types.AttributeValueMemberN{Value: strconv.Itoa(rec.StatusCode)},
+		attrResponseBody: str(string(rec.ResponseBody)),
+		attrCreatedAt:    str(rec.CreatedAt.UTC().Format(createdAtLayout)),
+		attrMethod:       str(rec.Method),
+		attrRoute:        str(rec.Route),
+		attrExpiresAt:    epoch(rec.ExpiresAt),
+	}
+}
+
+// errBadRecord reports a ledger item this code did not write.
+var errBadRecord = errors.New("malformed idempotency record")
+
+func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, error) {
+	var rec idempotency.Record
+	var body, created string
+	var status, expires int64
+	fields := []struct {
+		name string
+		dst  any
+	}{
+		{attrUserID, &rec.UserID}, {attrKey, &rec.Key}, {attrPayloadHash, &rec.PayloadHash},
+		{attrStatusCode, &status}, {attrResponseBody, &body}, {attrCreatedAt, &created},
+		{attrMethod, &rec.Method}, {attrRoute, &rec.Route}, {attrExpiresAt, &expires},
+	}
+	for _, f := range fields {
+		if err := readAttr(item, f.name, f.dst); err != nil {
+			return idempotency.Record{}, err
+		}
+	}
+	t, err := time.Parse(createdAtLayout, created)
+	if err != nil {
+		return idempotency.Record{}, fmt.Errorf("%w: %s: %w", errBadRecord, attrCreatedAt, err)
+	}
+	rec.StatusCode, rec.ResponseBody, rec.CreatedAt, rec.ExpiresAt = int(status), []byte(body), t, time.Unix(expires, 0).UTC()
+	return rec, nil
+}
+
+// readAttr reads a string attribute into *string or a number into *int64.
+func readAttr(item map[string]types.AttributeValue, name string, dst any) error {
+	switch d := dst.(type) {
+	case *string:
+		v, ok := item[name].(*types.AttributeValueMemberS)
+		if !ok {
+			return fmt.Errorf("%w: %s is not a string", errBadRecord, name)
+		}
+		*d = v.Value
+	case *int64:
+		v, ok := item[name].(*types.AttributeValueMemberN)
+		if !ok {
+			return fmt.Errorf("%w: %s is not a number", errBadRecord, name)
+		}
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", errBadRecord, name, err)
+		}
+		*d = n
+	}
+	return nil
+}
+
+func str(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+func epoch(t time.Time) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
+}

@@ -1,0 +1,188 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Request is a mutation as the flow sees it: who sent it, under which key,
+// on which method and route, and the canonical form of its body.
+type Request struct {
+	UserID        string
+	Key           string
+	Method        string
+	Route         string
+	CanonicalBody []byte
+}
+
+// Response is a status code and a serialized JSON body.
+type Response struct {
+	StatusCode int
+	Body       []byte
+}
+
+// Execution is what an executor decides, without writing anything: the
+// answer, the business writes that must commit with it, and the answer to
+// give instead if the condition of one of those writes fails.
+type Execution struct {
+	Response
+	Writes []types.TransactWriteItem
+	// OnWriteConditionFailed answers when write i's own condition fails (an
+	// event id that is already stored, say). That answer is not recorded:
+	// the transaction left nothing behind.
+	OnWriteConditionFailed func(i int) Response
+}
+
+// Executor computes a mutation. It is called at most once per request, and
+// what it answers, 2xx or a 4xx it decides from stored state, is recorded
+// with its writes. Requests refused before execution (bad key, bad body)
+// never reach it and are never recorded.
+type Executor func(ctx context.Context, now time.Time) (Execution, error)
+
+// Outcome says how the flow answered; it is what the logs report.
+type Outcome string
+
+const (
+	Executed          Outcome = "executed"           // writes and record committed
+	Replayed          Outcome = "replayed"           // known key, same request
+	KeyReused         Outcome = "key_reused"         // known key, other body, method or route
+	WriteRejected     Outcome = "write_rejected"     // a business condition failed; nothing recorded
+	ConflictExhausted Outcome = "conflict_exhausted" // still conflicting after every retry
+)
+
+// Result is the flow's answer.
+type Result struct {
+	Response
+	Outcome Outcome
+}
+
+// Replayed reports whether the answer is a stored one.
+func (r Result) Replayed() bool { return r.Outcome == Replayed }
+
+// KeyReusedBody is the 409 body for a key sent again with another request.
+var KeyReusedBody = []byte(`{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`)
+
+// ErrBusy reports that concurrent requests with the same key kept the
+// transaction from committing; the client should retry.
+var ErrBusy = errors.New("concurrent requests with the same idempotency key; retry")
+
+// Ledger runs mutations exactly once per (user, key).
+type Ledger struct {
+	store     Store
+	retention time.Duration
+	now       func() time.Time
+	// Conflict retries: attempts in all, and the backoff bounds.
+	attempts            int
+	baseDelay, maxDelay time.Duration
+}
+
+// NewLedger returns a Ledger keeping records for retention.
+func NewLedger(store Store, retention time.Duration) *Ledger {
+	return &Ledger{
+		store:     store,
+		retention: retention,
+		now:       time.Now,
+		attempts:  6,
+		baseDelay: 10 * time.Millisecond,
+		maxDelay:  200 * time.Millisecond,
+	}
+}
+
+// SetClock replaces the clock; tests use it to step over expiry.
+func (l *Ledger) SetClock(now func() time.Time) { l.now = now }
+
+// Do runs execute for req unless req.Key is known for req.UserID, in which
+// case it answers what was answered before (or a 409 if the request differs).
+// The common path costs one TransactWriteItems call.
+func (l *Ledger) Do(ctx context.Context, req Request, execute Executor) (Result, error) {
+	now := l.now().UTC()
+	exec, err := execute(ctx, now)
+	if err != nil {
+		return Result{}, fmt.Errorf("execute mutation: %w", err)
+	}
+	rec := Record{
+		UserID:       req.UserID,
+		Key:          req.Key,
+		PayloadHash:  HashCanonical(req.CanonicalBody),
+		StatusCode:   exec.StatusCode,
+		ResponseBody: exec.Body,
+		Method:       req.Method,
+		Route:        req.Route,
+		CreatedAt:    now,
+		ExpiresAt:    now.Add(l.retention),
+	}
+	for attempt := 1; ; attempt++ {
+		res, retry, err := l.commit(ctx, rec, exec)
+		if !retry {
+			return res, err
+		}
+		if attempt >= l.attempts {
+			return Result{Outcome: ConflictExhausted}, ErrBusy
+		}
+		if err := sleep(ctx, l.backoff(attempt)); err != nil {
+			return Result{Outcome: ConflictExhausted}, fmt.Errorf("%w: %w", ErrBusy, err)
+		}
+	}
+}
+
+// commit makes one attempt; retry is true when it should be made again.
+func (l *Ledger) commit(ctx context.Context, rec Record, exec Execution) (res Result, retry bool, err error) {
+	err = l.store.Commit(ctx, rec, exec.Writes, rec.CreatedAt)
+	var exists *KeyExistsError
+	var writeFailed *WriteConditionError
+	switch {
+	case err == nil:
+		return Result{Response: exec.Response, Outcome: Executed}, false, nil
+	case errors.As(err, &exists):
+		return l.resolveKnown(ctx, rec, exists.Existing)
+	case errors.As(err, &writeFailed) && exec.OnWriteConditionFailed != nil:
+		return Result{Response: exec.OnWriteConditionFailed(writeFailed.Index), Outcome: WriteRejected}, false, nil
+	case errors.Is(err, ErrTransactionConflict):
+		return Result{}, true, nil
+	default:
+		return Result{}, false, fmt.Errorf("commit idempotency record: %w", err)
+	}
+}
+
+// resolveKnown answers a request whose key is already recorded: a replay if
+// it is the same request, the 409 otherwise.
+func (l *Ledger) resolveKnown(ctx context.Context, rec Record, existing *Record) (Result, bool, error) {
+	if existing == nil {
+		got, found, err := l.store.Get(ctx, rec.UserID, rec.Key)
+		if err != nil {
+			return Result{}, false, fmt.Errorf("read idempotency record: %w", err)
+		}
+		if !found {
+			// Deleted by TTL between the failed condition and the read.
+			return Result{}, true, nil
+		}
+		existing = &got
+	}
+	if existing.PayloadHash != rec.PayloadHash || existing.Method != rec.Method || existing.Route != rec.Route {
+		return Result{Response: Response{StatusCode: 409, Body: KeyReusedBody}, Outcome: KeyReused}, false, nil
+	}
+	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Outcome: Replayed}, false, nil
+}
+
+// backoff is "full jitter": a random delay up to an exponentially growing cap,
+// so colliding retries spread out instead of colliding again.
+func (l *Ledger) backoff(attempt int) time.Duration {
+	ceiling := min(l.baseDelay<<attempt, l.maxDelay)
+	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

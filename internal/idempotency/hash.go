@@ -1,0 +1,74 @@
+package idempotency
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ErrNotIJSON reports a body that is not valid I-JSON (RFC 7493), the
+// subset of JSON that RFC 8785 canonicalizes.
+var ErrNotIJSON = errors.New("body is not valid I-JSON")
+
+// maxDouble is how jsontext spells an overflowing number once canonical: it
+// clamps instead of failing, so its appearance is the cue to look closer.
+var maxDouble = []byte("1.7976931348623157e+308")
+
+// Canonicalize returns the RFC 8785 canonical form of body, leaving body
+// untouched. Duplicate member names, invalid UTF-8, lone surrogates, numbers
+// beyond double range, trailing data and nesting deeper than 10 000 levels
+// are refused with an error wrapping [ErrNotIJSON].
+func Canonicalize(body []byte) ([]byte, error) {
+	v := jsontext.Value(bytes.Clone(body))
+	if err := v.Canonicalize(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotIJSON, err)
+	}
+	if bytes.Contains(v, maxDouble) {
+		if err := rejectOverflow(body); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// rejectOverflow finds a number that does not fit in a double. It reads the
+// body token by token, so it runs only when the cheap check above fires.
+func rejectOverflow(body []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil // the body was already validated; this is io.EOF
+		}
+		if tok.Kind() != '0' {
+			continue
+		}
+		// Underflow to zero is precision loss, as for any double; only
+		// overflow changes the value beyond recognition.
+		if f, _ := strconv.ParseFloat(tok.String(), 64); math.IsInf(f, 0) {
+			return fmt.Errorf("%w: number %.40s is outside the range of a double", ErrNotIJSON, tok.String())
+		}
+	}
+}
+
+// HashCanonical is the lowercase hex SHA-256 of an already canonical body.
+func HashCanonical(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// PayloadHash canonicalizes body and hashes the result: the payload_hash
+// that a ledger record stores and a retry is compared against.
+func PayloadHash(body []byte) (string, error) {
+	canonical, err := Canonicalize(body)
+	if err != nil {
+		return "", err
+	}
+	return HashCanonical(canonical), nil
+}

@@ -1,0 +1,59 @@
+package idempotency
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// HeaderName is the request header that carries the idempotency key.
+const HeaderName = "Idempotency-Key"
+
+// Key errors. Their text is what the client reads in the 400 response.
+var (
+	ErrKeyMissing  = errors.New("Idempotency-Key header is required")
+	ErrKeyMultiple = errors.New("Idempotency-Key header must appear once, with a single value")
+	ErrKeyInvalid  = errors.New("Idempotency-Key must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)")
+)
+
+// canonicalUUIDLen is the length of the 8-4-4-4-12 text form of a UUID.
+const canonicalUUIDLen = 36
+
+// ParseKey validates the values an Idempotency-Key header arrived with and
+// returns the key in lowercase canonical form. UUIDs are case-insensitive
+// (RFC 9562), so upper- and lowercase spellings of one key name one record.
+// Leading and trailing blanks are not part of an HTTP field value (RFC 9110,
+// section 5.5), so they are dropped, as net/http and API Gateway do; braces,
+// "urn:uuid:" prefixes and hyphen-less forms are refused rather than guessed.
+func ParseKey(values []string) (string, error) {
+	switch len(values) {
+	case 0:
+		return "", ErrKeyMissing
+	case 1:
+	default:
+		return "", ErrKeyMultiple
+	}
+	v := strings.Trim(values[0], " \t")
+	if v == "" {
+		return "", ErrKeyMissing
+	}
+	// API Gateway joins repeated headers with commas into one value.
+	if strings.Contains(v, ",") {
+		return "", ErrKeyMultiple
+	}
+	return ParseUUID(v, ErrKeyInvalid)
+}
+
+// ParseUUID returns s in lowercase canonical form when it is a UUID written
+// as 8-4-4-4-12 hexadecimal digits, and invalid otherwise.
+func ParseUUID(s string, invalid error) (string, error) {
+	if len(s) != canonicalUUIDLen {
+		return "", invalid
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return "", invalid
+	}
+	return id.String(), nil
+}

@@ -1,0 +1,61 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Record is one entry of the idempotency ledger: the answer given to the
+// first request that carried Key for UserID.
+type Record struct {
+	UserID       string
+	Key          string
+	PayloadHash  string
+	StatusCode   int
+	ResponseBody []byte
+	Method       string
+	Route        string
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+}
+
+// Store is what the flow needs from the database. Package ddb implements it
+// on DynamoDB.
+type Store interface {
+	// Commit writes rec and writes in one all-or-nothing transaction. rec is
+	// written only if no live record exists for (rec.UserID, rec.Key): one
+	// whose ExpiresAt is before now counts as gone, because TTL deletes late.
+	// Errors are a *KeyExistsError, a *WriteConditionError,
+	// ErrTransactionConflict, ErrTooLarge, or an infrastructure failure.
+	Commit(ctx context.Context, rec Record, writes []types.TransactWriteItem, now time.Time) error
+	// Get reads a record with strong consistency; found is false if absent.
+	Get(ctx context.Context, userID, key string) (rec Record, found bool, err error)
+}
+
+// KeyExistsError reports that the ledger already holds a record for the key.
+// Existing is that record when the backend returned it with the failed
+// condition (DynamoDB does), nil when the caller has to read it.
+type KeyExistsError struct {
+	Existing *Record
+}
+
+func (e *KeyExistsError) Error() string { return "idempotency record already exists" }
+
+// WriteConditionError reports that the condition of business write Index
+// failed, so the transaction wrote nothing.
+type WriteConditionError struct {
+	Index int
+}
+
+func (e *WriteConditionError) Error() string { return "business write condition failed" }
+
+// ErrTransactionConflict reports a transaction cancelled because another one
+// touched the same items at the same time; trying again resolves it.
+var ErrTransactionConflict = errors.New("transaction conflict")
+
+// ErrTooLarge reports a mutation over DynamoDB's transaction limits (100
+// actions, 4 MB in all, 400 KB an item). Nothing was sent.
+var ErrTooLarge = errors.New("mutation exceeds DynamoDB transaction limits")

@@ -1,0 +1,200 @@
+// Package syncevent owns the event a client's sync queue sends: its fields,
+// the rules each must meet, and the JSON the API answers with. It knows
+// neither HTTP nor DynamoDB nor idempotency.
+package syncevent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sync-events/sync-events/internal/idempotency"
+)
+
+// MaxTypeLen is the longest event type, in characters.
+const MaxTypeLen = 64
+
+// ReceivedAtLayout is the server's timestamp format: fixed width, so that
+// timestamps sort as strings in time order.
+const ReceivedAtLayout = "2006-01-02T15:04:05.000Z"
+
+// Event is one stored event of one user.
+type Event struct {
+	UserID     string
+	ID         string
+	Type       string
+	OccurredAt string
+	ReceivedAt time.Time
+	// Payload is the canonical JSON of the payload object.
+	Payload jsontext.Value
+}
+
+// FieldError names a field of the body and what is wrong with it.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every field the body got wrong.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	if len(e.Fields) == 1 {
+		return fmt.Sprintf("field %q: %s", e.Fields[0].Field, e.Fields[0].Message)
+	}
+	return fmt.Sprintf("%d fields are invalid; the first, %q: %s", len(e.Fields), e.Fields[0].Field, e.Fields[0].Message)
+}
+
+// wire is the body's shape; each member is kept raw so that a wrong type
+// is reported by field name rather than as a decoding failure.
+type wire struct {
+	ID         jsontext.Value `json:"id"`
+	Type       jsontext.Value `json:"type"`
+	OccurredAt jsontext.Value `json:"occurredAt"`
+	Payload    jsontext.Value `json:"payload"`
+}
+
+var errInvalidID = errors.New("must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)")
+
+// Parse reads an event from a canonical JSON body (see
+// idempotency.Canonicalize). The user id is not part of the body: the
+// caller sets it from the verified identity.
+func Parse(canonical []byte) (Event, error) {
+	var w wire
+	err := json.Unmarshal(canonical, &w, json.RejectUnknownMembers(true))
+	if err != nil {
+		return Event{}, decodeError(err)
+	}
+	var ev Event
+	var errs []FieldError
+	add := func(field, msg string) { errs = append(errs, FieldError{field, msg}) }
+
+	if s, ok := stringField(w.ID, "id", add); ok {
+		if id, err := idempotency.ParseUUID(s, errInvalidID); err != nil {
+			add("id", err.Error())
+		} else {
+			ev.ID = id
+		}
+	}
+	if s, ok := stringField(w.Type, "type", add); ok {
+		if n := utf8.RuneCountInString(s); n < 1 || n > MaxTypeLen {
+			add("type", fmt.Sprintf("must be 1 to %d characters long, got %d", MaxTypeLen, n))
+		} else {
+			ev.Type = s
+		}
+	}
+	if s, ok := stringField(w.OccurredAt, "occurredAt", add); ok {
+		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+			add("occurredAt", "must be an RFC 3339 date-time, such as 2026-12-02T14:03:00Z")
+		} else {
+			ev.OccurredAt = s
+		}
+	}
+	switch {
+	case w.Payload == nil:
+		add("payload", "is required")
+	case w.Payload.Kind() != '{':
+		add("payload", "must be a JSON object")
+	default:
+		ev.Payload = w.Payload
+	}
+	if errs != nil {
+		return Event{}, &ValidationError{Fields: errs}
+	}
+	return ev, nil
+}
+
+// stringField reads a required JSON string member.
+func stringField(v jsontext.Value, field string, add func(field, msg string)) (string, bool) {
+	if v == nil {
+		add(field, "is required")
+		return "", false
+	}
+	if v.Kind() != '"' {
+		add(field, "must be a string")
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		add(field, "must be a string")
+		return "", false
+	}
+	return s, true
+}
+
+// decodeError turns a failure to decode the body's shape into field errors.
+func decodeError(err error) error {
+	var se *json.SemanticError
+	if errors.As(err, &se) && errors.Is(err, json.ErrUnknownName) {
+		name := string(se.JSONPointer.LastToken())
+		return &ValidationError{Fields: []FieldError{{Field: name, Message: "is not a known field"}}}
+	}
+	if errors.As(err, &se) && len(se.JSONPointer) == 0 {
+		return &ValidationError{Fields: []FieldError{{Field: "body", Message: "must be a JSON object"}}}
+	}
+	return &ValidationError{Fields: []FieldError{{Field: "body", Message: err.Error()}}}
+}
+
+// Created is the 201 body for a stored event.
+type Created struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"`
+	OccurredAt string `json:"occurredAt"`
+	ReceivedAt string `json:"receivedAt"`
+}
+
+// Listed is one event in a GET page.
+type Listed struct {
+	Created
+	Payload jsontext.Value `json:"payload"`
+}
+
+// CreatedBody is the JSON answered when ev is stored.
+func (ev Event) CreatedBody() []byte {
+	b, err := json.Marshal(ev.created())
+	if err != nil {
+		panic(err) // plain strings always marshal
+	}
+	return b
+}
+
+func (ev Event) created() Created {
+	return Created{ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt, ReceivedAt: ev.ReceivedAt.UTC().Format(ReceivedAtLayout)}
+}
+
+// Listing is ev as a GET page shows it.
+func (ev Event) Listing() Listed {
+	return Listed{Created: ev.created(), Payload: ev.Payload}
+}
+
+// SortKey is where ev sits in a user's receive order: the fixed-width
+// receive time, then the id to break ties.
+func (ev Event) SortKey() string {
+	return ev.ReceivedAt.UTC().Format(ReceivedAtLayout) + "#" + ev.ID
+}
+
+// ErrBadPosition reports a sort key that this package did not make.
+var ErrBadPosition = errors.New("not an event position")
+
+// ParseSortKey checks a sort key made by SortKey and returns the event id in it.
+func ParseSortKey(key string) (id string, err error) {
+	at, id, ok := strings.Cut(key, "#")
+	if !ok {
+		return "", ErrBadPosition
+	}
+	if _, err := time.Parse(ReceivedAtLayout, at); err != nil {
+		return "", ErrBadPosition
+	}
+	canon, err := idempotency.ParseUUID(id, ErrBadPosition)
+	if err != nil || canon != id {
+		return "", ErrBadPosition
+	}
+	return canon, nil
+}
