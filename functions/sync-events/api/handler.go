@@ -93,14 +93,37 @@ func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest
 	if requestPath(req) != EventsPath {
 		return rejected(errNotFound)
 	}
-	switch req.RequestContext.HTTP.Method {
-	case http.MethodPost:
-		return h.post(ctx, req)
-	case http.MethodGet:
+	method := req.RequestContext.HTTP.Method
+	if method == http.MethodGet {
 		return h.list(ctx, req)
-	default:
-		return rejected(methodNotAllowed("GET, POST"))
 	}
+	if !isMutation(method) {
+		return rejected(methodNotAllowed(allowedMethods))
+	}
+	// Every mutation needs a caller and a key, even one this route does not
+	// take: the seed's rule, applied before the method is looked at.
+	user, apiErr := userID(req)
+	if apiErr != nil {
+		return rejected(apiErr)
+	}
+	key, apiErr := idempotencyKey(req)
+	if apiErr != nil {
+		return rejected(apiErr)
+	}
+	if method != http.MethodPost {
+		return rejected(methodNotAllowed(allowedMethods))
+	}
+	return h.post(ctx, req, user, key)
+}
+
+const allowedMethods = "GET, POST"
+
+func isMutation(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
 }
 
 // requestPath is the path without the stage: API Gateway puts a named
@@ -116,15 +139,7 @@ func requestPath(req *events.APIGatewayV2HTTPRequest) string {
 	return p
 }
 
-func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	user, apiErr := userID(req)
-	if apiErr != nil {
-		return rejected(apiErr)
-	}
-	key, apiErr := idempotencyKey(req)
-	if apiErr != nil {
-		return rejected(apiErr)
-	}
+func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest, user, key string) (events.APIGatewayV2HTTPResponse, outcome) {
 	ev, canonical, apiErr := h.parseEvent(req)
 	if apiErr != nil {
 		r, o := rejected(apiErr)

@@ -41,6 +41,9 @@ type Fault struct {
 	Kind   FaultKind
 	Code   string // for ServiceError, e.g. "ThrottlingException"
 	Status int    // for ServiceError: 400 for throttling, 500 for internal errors
+	// Reasons, for a ServiceError of code TransactionCanceledException, are
+	// the cancellation reason codes, one per action.
+	Reasons []string
 	Times  int
 	fired  int
 }
@@ -124,7 +127,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected %s"}`, fault.Code, fault.Code)
+		body := fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":"injected %s"%s}`, fault.Code, fault.Code, reasonsJSON(fault.Reasons))
 		return &http.Response{
 			StatusCode: fault.Status,
 			Header:     http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
@@ -132,4 +135,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			Request:    req,
 		}, nil
 	}
+}
+
+func reasonsJSON(codes []string) string {
+	if len(codes) == 0 {
+		return ""
+	}
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf(`{"Code":%q}`, c)
+	}
+	return `,"CancellationReasons":[` + strings.Join(parts, ",") + `]`
 }

@@ -1,0 +1,245 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func TestMissingKeyIsTheSeedsExact400(t *testing.T) {
+	hs := newHarness(t)
+	const want = `{"error":"VALIDATION_FAILED","message":"Idempotency-Key header is required"}`
+	for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		resp := hs.do(apiRequest(method, "alice", "", eventBody(t, uuid.NewString())))
+		if resp.StatusCode != 400 || resp.Body != want {
+			t.Fatalf("%s: got %d %s\nwant 400 %s", method, resp.StatusCode, resp.Body, want)
+		}
+	}
+	// With a key, the methods the route does not take are 405.
+	for _, method := range []string{"PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
+		resp := hs.do(apiRequest(method, "alice", uuid.NewString(), ""))
+		wantResponse(t, resp, 405, CodeMethodNotAllowed)
+		if resp.Headers["Allow"] != "GET, POST" {
+			t.Fatalf("%s: Allow %q", method, resp.Headers["Allow"])
+		}
+	}
+	if hs.ledgerCount() != 0 || len(hs.stored()) != 0 {
+		t.Fatal("a refused request wrote something")
+	}
+}
+
+func TestHeaderNamesAreCaseInsensitive(t *testing.T) {
+	hs := newHarness(t)
+	req := apiRequest("POST", "alice", "", eventBody(t, uuid.NewString()))
+	req.Headers["IDEMPOTENCY-KEY"] = uuid.NewString()
+	delete(req.Headers, "content-type")
+	req.Headers["Content-Type"] = "application/json; charset=UTF-8"
+	wantResponse(t, hs.do(req), 201, "")
+}
+
+func TestFreshPostThenReplay(t *testing.T) {
+	hs := newHarness(t)
+	key, id := uuid.NewString(), uuid.NewString()
+	body := eventBody(t, id)
+	first := hs.post("alice", key, body)
+	wantResponse(t, first, 201, "")
+	var created map[string]string
+	if err := json.Unmarshal([]byte(first.Body), &created); err != nil {
+		t.Fatal(err)
+	}
+	if created["id"] != id || created["type"] != "note.created" {
+		t.Fatalf("201 body %s", first.Body)
+	}
+	if _, err := time.Parse(time.RFC3339, created["receivedAt"]); err != nil {
+		t.Fatalf("receivedAt %q: %v", created["receivedAt"], err)
+	}
+	if first.Headers["Idempotent-Replayed"] != "" {
+		t.Fatal("a fresh answer is marked replayed")
+	}
+
+	reordered := fmt.Sprintf(`{"payload":{"priority":2.0,"done":false,"items":["milk","eggs"],"title":"Gro\u0063eries"},`+
+		"\n\t"+`"occurredAt":"2026-12-02T14:03:00.250+01:00","type":"note.created","id":"%s"}`, id)
+	for name, b := range map[string]string{"identical": body, "reordered and re-spaced": reordered} {
+		t.Run(name, func(t *testing.T) {
+			again := hs.post("alice", key, b)
+			if again.StatusCode != first.StatusCode || again.Body != first.Body {
+				t.Fatalf("replay %d %s\nwant %d %s", again.StatusCode, again.Body, first.StatusCode, first.Body)
+			}
+			if again.Headers["Idempotent-Replayed"] != "true" {
+				t.Fatalf("replay headers %v", again.Headers)
+			}
+		})
+	}
+	if got := hs.stored()["alice"]; len(got) != 1 || got[0] != id {
+		t.Fatalf("stored %v, want the one event %s", got, id)
+	}
+}
+
+func TestSameKeyOtherBodyIsTheSeedsExact409(t *testing.T) {
+	hs := newHarness(t)
+	key := uuid.NewString()
+	wantResponse(t, hs.post("alice", key, eventBody(t, uuid.NewString())), 201, "")
+	resp := hs.post("alice", key, eventBody(t, uuid.NewString()))
+	const want = `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`
+	if resp.StatusCode != 409 || resp.Body != want {
+		t.Fatalf("got %d %s\nwant 409 %s", resp.StatusCode, resp.Body, want)
+	}
+	if n := len(hs.stored()["alice"]); n != 1 {
+		t.Fatalf("%d events stored, want 1", n)
+	}
+}
+
+func TestSameKeyFromTwoUsersStoresTwoEvents(t *testing.T) {
+	hs := newHarness(t)
+	key := uuid.NewString()
+	a := hs.post("alice", key, eventBody(t, uuid.NewString()))
+	b := hs.post("bob", key, eventBody(t, uuid.NewString()))
+	wantResponse(t, a, 201, "")
+	wantResponse(t, b, 201, "")
+	if a.Body == b.Body || b.Headers["Idempotent-Replayed"] != "" {
+		t.Fatal("bob got alice's answer")
+	}
+	got := hs.stored()
+	if len(got["alice"]) != 1 || len(got["bob"]) != 1 {
+		t.Fatalf("stored %v", got)
+	}
+}
+
+func TestSameEventIDUnderAnotherKeyIs409AndRecordsNothing(t *testing.T) {
+	hs := newHarness(t)
+	id := uuid.NewString()
+	wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, id)), 201, "")
+	second := uuid.NewString()
+	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, CodeEventAlreadyExists)
+	if n := hs.ledgerCount(); n != 1 {
+		t.Fatalf("%d ledger records, want only the first request's", n)
+	}
+	// Unrecorded, so the same key can still be used for a new event.
+	wantResponse(t, hs.post("alice", second, eventBody(t, uuid.NewString())), 201, "")
+	// Another user may use the same event id.
+	wantResponse(t, hs.post("bob", uuid.NewString(), eventBody(t, id)), 201, "")
+}
+
+func TestConcurrentIdenticalRequestsStoreOneEvent(t *testing.T) {
+	hs := newHarness(t)
+	const n = 50
+	key, body := uuid.NewString(), eventBody(t, uuid.NewString())
+	resps := make([]string, n)
+	replayed := make([]bool, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := hs.post("alice", key, body)
+			resps[i] = fmt.Sprintf("%d %s", r.StatusCode, r.Body)
+			replayed[i] = r.Headers["Idempotent-Replayed"] == "true"
+		})
+	}
+	wg.Wait()
+	fresh := 0
+	for i := range n {
+		if resps[i] != resps[0] {
+			t.Fatalf("answer %d is %s, answer 0 is %s", i, resps[i], resps[0])
+		}
+		if !replayed[i] {
+			fresh++
+		}
+	}
+	if !strings.HasPrefix(resps[0], "201 ") || fresh != 1 {
+		t.Fatalf("answers %s, %d unreplayed; want 201 and exactly 1", resps[0], fresh)
+	}
+	if got := hs.stored()["alice"]; len(got) != 1 {
+		t.Fatalf("stored %v, want 1 event", got)
+	}
+}
+
+type listedPage struct {
+	Events []struct {
+		ID, ReceivedAt string
+		Payload        map[string]any
+	}
+	NextCursor *string
+}
+
+func (hs *harness) page(user string, query map[string]string) listedPage {
+	hs.t.Helper()
+	resp := hs.get(user, query)
+	wantResponse(hs.t, resp, 200, "")
+	var p listedPage
+	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil {
+		hs.t.Fatal(err)
+	}
+	return p
+}
+
+func TestListReturnsOnlyTheCallersEventsInOrderAndPagesStably(t *testing.T) {
+	hs := newHarness(t)
+	// The order is receive time, ties (same millisecond) broken by id.
+	var positions []string
+	for i := range 7 {
+		id := uuid.NewString()
+		resp := hs.post("alice", uuid.NewString(), eventBody(t, id))
+		wantResponse(t, resp, 201, "")
+		var created struct{ ReceivedAt string }
+		if err := json.Unmarshal([]byte(resp.Body), &created); err != nil {
+			t.Fatal(err)
+		}
+		positions = append(positions, created.ReceivedAt+" "+id)
+		if i%2 == 0 {
+			wantResponse(t, hs.post("bob", uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+		}
+	}
+	sort.Strings(positions)
+	want := make([]string, len(positions))
+	for i, p := range positions {
+		want[i] = p[strings.IndexByte(p, ' ')+1:]
+	}
+	// Pages of 3, and once more from the same cursors: the same pages.
+	for round := range 2 {
+		var got []string
+		var prev string
+		query := map[string]string{"limit": "3"}
+		for pages := 0; ; pages++ {
+			p := hs.page("alice", query)
+			for _, ev := range p.Events {
+				if ev.ReceivedAt < prev {
+					t.Fatalf("events out of receive order: %s after %s", ev.ReceivedAt, prev)
+				}
+				prev = ev.ReceivedAt
+				got = append(got, ev.ID)
+				if ev.Payload["title"] != "Groceries" {
+					t.Fatalf("payload %v", ev.Payload)
+				}
+			}
+			if p.NextCursor == nil {
+				if pages != 2 {
+					t.Fatalf("round %d: %d pages, want 3", round, pages+1)
+				}
+				break
+			}
+			query = map[string]string{"limit": "3", "cursor": *p.NextCursor}
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("round %d: listed\n%v\nwant\n%v", round, got, want)
+		}
+	}
+	if p := hs.page("carol", nil); len(p.Events) != 0 || p.NextCursor != nil {
+		t.Fatalf("carol sees %+v", p)
+	}
+}
+
+func TestListRejectsBadParameters(t *testing.T) {
+	hs := newHarness(t)
+	for _, q := range []map[string]string{
+		{"limit": "0"}, {"limit": "101"}, {"limit": "ten"}, {"cursor": "!!"}, {"cursor": ""},
+		{"cursor": "bm90LWEtY3Vyc29y"}, // base64url of "not-a-cursor"
+	} {
+		wantResponse(t, hs.get("alice", q), 400, CodeValidationFailed)
+	}
+	wantResponse(t, hs.get("", nil), 401, CodeUnauthorized)
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/idempotency"
+)
+
+// harness is the real handler on a real DynamoDB-compatible backend.
+type harness struct {
+	t      testing.TB
+	b      *ddbtest.Backend
+	h      *Handler
+	ledger *idempotency.Ledger
+	logMu  sync.Mutex
+	logs   bytes.Buffer
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	hs := &harness{t: t, b: ddbtest.Start(t)}
+	hs.ledger = idempotency.NewLedger(ddb.NewStore(hs.b.Client, hs.b.Tables.Ledger), config.DefaultRetention)
+	log := slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil))
+	hs.h = New(hs.ledger, ddb.NewEvents(hs.b.Client, hs.b.Tables.Events), config.DefaultMaxBodyBytes, log)
+	return hs
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// eventBody is testdata/event.json with the given event id.
+func eventBody(t testing.TB, id string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "{{ID}}", id)
+}
+
+// apiRequest is an API Gateway HTTP API event as API Gateway sends it:
+// lowercased header names, the JWT authorizer's claims in the context.
+func apiRequest(method, user, key, body string) events.APIGatewayV2HTTPRequest {
+	req := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "$default", RawPath: EventsPath, Body: body,
+		Headers: map[string]string{"content-type": "application/json", "user-agent": "sync-client/1.0"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RequestID: uuid.NewString(), Stage: "$default", RouteKey: "$default",
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: EventsPath, Protocol: "HTTP/1.1"},
+		},
+	}
+	if key != "" {
+		req.Headers["idempotency-key"] = key
+	}
+	if user != "" {
+		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+				Claims: map[string]string{"sub": user, "iss": "https://issuer.example", "aud": "sync-app"},
+			},
+		}
+	}
+	return req
+}
+
+func (hs *harness) do(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	hs.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := hs.h.Handle(ctx, req)
+	if err != nil {
+		hs.t.Fatalf("Handle returned an error: %v", err)
+	}
+	return resp
+}
+
+func (hs *harness) post(user, key, body string) events.APIGatewayV2HTTPResponse {
+	hs.t.Helper()
+	return hs.do(apiRequest("POST", user, key, body))
+}
+
+func (hs *harness) get(user string, query map[string]string) events.APIGatewayV2HTTPResponse {
+	hs.t.Helper()
+	req := apiRequest("GET", user, "", "")
+	req.QueryStringParameters = query
+	return hs.do(req)
+}
+
+// scan reads a whole table straight from the backend.
+func (hs *harness) scan(table string) []map[string]types.AttributeValue {
+	hs.t.Helper()
+	var items []map[string]types.AttributeValue
+	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
+	for {
+		out, err := hs.b.Client.Scan(context.Background(), in)
+		if err != nil {
+			hs.t.Fatalf("scan %s: %v", table, err)
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			return items
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// stored maps each user to the sorted event ids stored for them.
+func (hs *harness) stored() map[string][]string {
+	out := map[string][]string{}
+	for _, it := range hs.scan(hs.b.Tables.Events) {
+		u := it["user_id"].(*types.AttributeValueMemberS).Value
+		out[u] = append(out[u], it["event_id"].(*types.AttributeValueMemberS).Value)
+	}
+	for _, ids := range out {
+		sort.Strings(ids)
+	}
+	return out
+}
+
+func (hs *harness) ledgerCount() int {
+	hs.t.Helper()
+	return len(hs.scan(hs.b.Tables.Ledger))
+}
+
+func wantResponse(t testing.TB, resp events.APIGatewayV2HTTPResponse, status int, code string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d (%s), want %d", resp.StatusCode, resp.Body, status)
+	}
+	if code != "" && !strings.Contains(resp.Body, `"error":"`+code+`"`) {
+		t.Fatalf("body %s, want error %s", resp.Body, code)
+	}
+}
