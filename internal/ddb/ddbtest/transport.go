@@ -44,8 +44,8 @@ type Fault struct {
 	// Reasons, for a ServiceError of code TransactionCanceledException, are
 	// the cancellation reason codes, one per action.
 	Reasons []string
-	Times  int
-	fired  int
+	Times   int
+	fired   int
 }
 
 // Fired is how many times the fault has been injected.

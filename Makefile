@@ -1,0 +1,45 @@
+# sync-events: see README.md. Every target works from a fresh clone with Go alone.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin
+ADDR  ?= 127.0.0.1:3000
+EVENT ?= events/post-fresh.json
+
+# The Lambda binary: linux/arm64, no RPC mode (provided.al2023 speaks the
+# Runtime API), no paths or symbols in it.
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
+
+.PHONY: run test build lint bench fuzz invoke clean tools
+
+## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
+run:
+	ADDR=$(ADDR) $(GO) run ./cmd/sync-events-local
+
+## test: every test, with the race detector
+test:
+	$(GO) test -race -count=1 ./...
+
+## build: bootstrap for linux/arm64, as SAM and Lambda run it
+build:
+	@mkdir -p $(BIN)/lambda
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda/bootstrap ./functions/sync-events
+	@ls -l $(BIN)/lambda/bootstrap
+
+# SAM's makefile builder calls this target with ARTIFACTS_DIR set.
+build-SyncEventsFunction:
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sync-events
+
+## tools: staticcheck, benchstat and the Lambda Runtime Interface Emulator, pinned in tools/go.mod
+tools: $(BIN)/staticcheck $(BIN)/benchstat $(BIN)/aws-lambda-rie
+$(BIN)/staticcheck $(BIN)/benchstat $(BIN)/aws-lambda-rie: tools/go.mod tools/go.sum
+	@mkdir -p $(BIN)
+	cd tools && $(GO) build -o ../$(BIN)/ honnef.co/go/tools/cmd/staticcheck golang.org/x/perf/cmd/benchstat github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+
+## lint: gofmt, go vet, staticcheck
+lint: $(BIN)/staticcheck
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(BIN)/staticcheck ./...
+
+clean:
+	rm -rf $(BIN) .aws-sam
