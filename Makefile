@@ -9,7 +9,7 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: run test build lint bench fuzz invoke clean tools
+.PHONY: run test build lint bench fuzz invoke coldstart host-bootstrap clean tools build-SyncEventsFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
@@ -28,6 +28,20 @@ build:
 # SAM's makefile builder calls this target with ARTIFACTS_DIR set.
 build-SyncEventsFunction:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sync-events
+
+## invoke: run the real bootstrap under aws-lambda-rie, as sam local invoke does, for each of EVENT (files, in order)
+invoke: $(BIN)/aws-lambda-rie host-bootstrap
+	$(GO) run ./cmd/sync-events-invoke -rie $(BIN)/aws-lambda-rie -bootstrap $(BIN)/host/bootstrap $(EVENT)
+
+## coldstart: median time from starting aws-lambda-rie to the function's first answer, over COLD runs
+COLD ?= 15
+coldstart: $(BIN)/aws-lambda-rie host-bootstrap
+	$(GO) run ./cmd/sync-events-invoke -rie $(BIN)/aws-lambda-rie -bootstrap $(BIN)/host/bootstrap -cold $(COLD) events/post-fresh.json 2>/dev/null
+
+# The Lambda build for this machine's OS and architecture, for the emulator.
+host-bootstrap:
+	@mkdir -p $(BIN)/host
+	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/host/bootstrap ./functions/sync-events
 
 ## tools: staticcheck, benchstat and the Lambda Runtime Interface Emulator, pinned in tools/go.mod
 tools: $(BIN)/staticcheck $(BIN)/benchstat $(BIN)/aws-lambda-rie

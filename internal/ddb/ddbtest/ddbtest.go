@@ -43,6 +43,10 @@ var (
 	sharedErr  error
 )
 
+// EmbeddedURL is the embedded server's endpoint, for a process outside the
+// test binary (the function under the runtime emulator). Call Start first.
+func EmbeddedURL() string { return shared.URL }
+
 // Start returns a backend with fresh, empty tables, removed at the end of t.
 func Start(t testing.TB) *Backend {
 	t.Helper()

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/rie"
+)
+
+// buildBinaries builds this function's bootstrap (with the Lambda build's
+// flags, for this machine) and aws-lambda-rie (pinned in tools/go.mod).
+func buildBinaries(t *testing.T) (bootstrap, emulator string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("aws-lambda-rie runs on Linux only")
+	}
+	dir := t.TempDir()
+	bootstrap, emulator = filepath.Join(dir, "bootstrap"), filepath.Join(dir, "aws-lambda-rie")
+	for _, b := range []struct{ dir, out, pkg string }{
+		{".", bootstrap, "."},
+		{"../../tools", emulator, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"},
+	} {
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", b.out, b.pkg)
+		cmd.Dir, cmd.Env = b.dir, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	return bootstrap, emulator
+}
+
+type expectation struct {
+	Event    string `json:"event"`
+	Status   int    `json:"status"`
+	Error    string `json:"error"`
+	Replayed bool   `json:"replayed"`
+}
+
+// TestEveryEventUnderTheRuntimeEmulator invokes the real bootstrap under
+// aws-lambda-rie with every file in events/, in the manifest's order, on a
+// real DynamoDB-compatible backend, and checks each expected answer.
+func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
+	bootstrap, emulator := buildBinaries(t)
+	b := ddbtest.Start(t)
+	endpoint := os.Getenv(config.EnvEndpoint)
+	if endpoint == "" {
+		endpoint = ddbtest.EmbeddedURL()
+	}
+	var logs strings.Builder
+	fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: &logs, Env: []string{
+		config.EnvEndpoint + "=" + endpoint,
+		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
+		config.EnvEventsTable + "=" + b.Tables.Events,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fn.Stop()
+
+	raw, err := os.ReadFile("../../events/expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest []expectation
+	if err := json.Unmarshal(raw, &manifest); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("../../events/*.json")
+	var listed []string
+	for _, e := range manifest {
+		listed = append(listed, "../../events/"+e.Event)
+	}
+	listed = append(listed, "../../events/expected.json")
+	if slices.Sort(files); !slices.Equal(files, slices.Sorted(slices.Values(listed))) {
+		t.Fatalf("events/ holds %v, the manifest lists %v", files, listed)
+	}
+
+	for _, want := range manifest {
+		event, err := os.ReadFile("../../events/" + want.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := fn.Invoke(ctx, event)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", want.Event, err)
+		}
+		var resp events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("%s: answer %s: %v", want.Event, out, err)
+		}
+		var body struct{ Error string }
+		json.Unmarshal([]byte(resp.Body), &body) //nolint:errcheck // a 2xx body has no error field
+		replayed := resp.Headers["Idempotent-Replayed"] == "true"
+		if resp.StatusCode != want.Status || body.Error != want.Error || replayed != want.Replayed {
+			t.Errorf("%s: got %d %q replayed=%v, want %d %q replayed=%v (body %s)",
+				want.Event, resp.StatusCode, body.Error, replayed, want.Status, want.Error, want.Replayed, resp.Body)
+		}
+	}
+	if !strings.Contains(logs.String(), `"idempotency_outcome":"replayed"`) {
+		t.Errorf("the function's logs have no replay line:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,120 @@
+// Package rie runs a Lambda function's bootstrap under the Lambda Runtime
+// Interface Emulator (aws-lambda-rie, the program `sam local invoke` runs
+// inside its container) on loopback ports, and invokes it. It gives the
+// tests and `make invoke` the real binary, the real Runtime API and the real
+// invoke protocol without Docker. It is never part of the Lambda binary.
+package rie
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// Options say what to run.
+type Options struct {
+	RIE       string   // path to aws-lambda-rie
+	Bootstrap string   // path to the function's bootstrap
+	Env       []string // the function's environment, KEY=value
+	Stderr    io.Writer
+	Stdout    io.Writer
+}
+
+// Function is a running emulator with its function.
+type Function struct {
+	cmd    *exec.Cmd
+	invoke string
+	done   chan struct{}
+}
+
+// Start starts the emulator; the function itself starts on the first Invoke,
+// as in Lambda.
+func Start(opts Options) (*Function, error) {
+	rieAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	apiAddr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(opts.RIE,
+		"--runtime-interface-emulator-address", rieAddr,
+		"--runtime-api-address", apiAddr,
+		"--log-level", "error",
+		opts.Bootstrap)
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Stdout, cmd.Stderr = opts.Stdout, opts.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", opts.RIE, err)
+	}
+	f := &Function{cmd: cmd, invoke: "http://" + rieAddr + "/2015-03-31/functions/function/invocations", done: make(chan struct{})}
+	go func() { cmd.Wait(); close(f.done) }() //nolint:errcheck // the exit is seen through done
+	if err := f.waitListening(rieAddr); err != nil {
+		f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *Function) waitListening(addr string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-f.done:
+			return errors.New("aws-lambda-rie exited at start")
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("aws-lambda-rie is not listening on %s", addr)
+}
+
+// Invoke sends event and returns the function's response payload.
+func (f *Function) Invoke(ctx context.Context, event []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.invoke, bytes.NewReader(event))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("invoke: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("invoke: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("invoke: emulator answered %d: %s", resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+// Stop ends the emulator and the function.
+func (f *Function) Stop() {
+	if f.cmd.Process != nil {
+		f.cmd.Process.Kill() //nolint:errcheck // already gone is fine
+	}
+	<-f.done
+}
+
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
