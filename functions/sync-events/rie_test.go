@@ -111,6 +111,7 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 				want.Event, resp.StatusCode, body.Error, replayed, want.Status, want.Error, want.Replayed, resp.Body)
 		}
 	}
+	fn.Stop() // and wait for its output to be copied
 	if !strings.Contains(logs.String(), `"idempotency_outcome":"replayed"`) {
 		t.Errorf("the function's logs have no replay line:\n%s", logs.String())
 	}

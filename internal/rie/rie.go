@@ -102,7 +102,8 @@ func (f *Function) Invoke(ctx context.Context, event []byte) ([]byte, error) {
 	return b, nil
 }
 
-// Stop ends the emulator and the function.
+// Stop ends the emulator and the function, and waits until their output
+// has been copied; calling it again does nothing.
 func (f *Function) Stop() {
 	if f.cmd.Process != nil {
 		f.cmd.Process.Kill() //nolint:errcheck // already gone is fine

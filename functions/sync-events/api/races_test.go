@@ -1,0 +1,167 @@
+package api
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func TestRaceOneKeyOneBody(t *testing.T) {
+	hs := newHarness(t)
+	const n = 100
+	rec := &recorder{}
+	key, id := uuid.NewString(), uuid.NewString()
+	body := eventBody(t, id)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { hs.send(rec, "alice", key, id, body) })
+	}
+	wg.Wait()
+	replayed := 0
+	for _, x := range rec.all {
+		if x.status != 201 || x.body != rec.all[0].body {
+			t.Fatalf("answer %d %s, another was %d %s", x.status, x.body, rec.all[0].status, rec.all[0].body)
+		}
+		if x.replayed {
+			replayed++
+		}
+	}
+	if replayed != n-1 {
+		t.Fatalf("%d replayed, want %d", replayed, n-1)
+	}
+	hs.checkInvariants(rec)
+	t.Log(rec.tally())
+}
+
+func TestRaceOneKeyManyBodies(t *testing.T) {
+	hs := newHarness(t)
+	const n = 50
+	rec := &recorder{}
+	key := uuid.NewString()
+	ids, bodies := make([]string, n), make([]string, n)
+	for i := range n {
+		ids[i] = uuid.NewString()
+		bodies[i] = eventBody(t, ids[i])
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { hs.send(rec, "alice", key, ids[i], bodies[i]) })
+	}
+	wg.Wait()
+	winner := -1
+	for _, x := range rec.all {
+		switch {
+		case x.status == 201 && winner == -1:
+			for i := range ids {
+				if ids[i] == x.eventID {
+					winner = i
+				}
+			}
+		case x.status == 201:
+			t.Fatalf("a second body won: %s", x.eventID)
+		case x.status != 409 || x.code != CodeKeyReused:
+			t.Fatalf("a loser got %d %s", x.status, x.body)
+		}
+	}
+	if winner == -1 {
+		t.Fatal("no body won")
+	}
+	// The winner's retries replay it; the losers' retries still get the 409.
+	if x := hs.send(rec, "alice", key, ids[winner], bodies[winner]); x.status != 201 || !x.replayed {
+		t.Fatalf("winner's retry: %d replayed=%v", x.status, x.replayed)
+	}
+	loser := (winner + 1) % n
+	if x := hs.send(rec, "alice", key, ids[loser], bodies[loser]); x.status != 409 || x.code != CodeKeyReused {
+		t.Fatalf("loser's retry: %d %s", x.status, x.body)
+	}
+	hs.checkInvariants(rec)
+	t.Log(rec.tally())
+}
+
+func TestRaceTwoUsersOneKey(t *testing.T) {
+	hs := newHarness(t)
+	rec := &recorder{}
+	key := uuid.NewString()
+	idA, idB := uuid.NewString(), uuid.NewString()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { hs.send(rec, "alice", key, idA, eventBody(t, idA)) })
+		wg.Go(func() { hs.send(rec, "bob", key, idB, eventBody(t, idB)) })
+	}
+	wg.Wait()
+	for _, x := range rec.all {
+		want := idA
+		if x.user == "bob" {
+			want = idB
+		}
+		if x.status != 201 || !containsID(x.body, want) {
+			t.Fatalf("%s got %d %s", x.user, x.status, x.body)
+		}
+	}
+	hs.checkInvariants(rec)
+	t.Log(rec.tally())
+}
+
+func containsID(body, id string) bool { return strings.Contains(body, `"id":"`+id+`"`) }
+
+// TestRaceManyUsersManyKeys: four thousand requests from 40 users at once:
+// fresh events, duplicates of them, keys reused with other bodies, and
+// event ids resent under new keys. The users are spread over four table
+// pairs on the one backend because minidyn copies a whole table for every
+// transaction, which would make one big table quadratic in time.
+func TestRaceManyUsersManyKeys(t *testing.T) {
+	const shards, usersPerShard, keysPerUser, copies = 4, 10, 20, 3
+	type job struct {
+		hs                  *harness
+		user, key, id, body string
+	}
+	harnesses := make([]*harness, shards)
+	var jobs []job
+	for s := range shards {
+		harnesses[s] = newHarness(t)
+		for u := range usersPerShard {
+			user := fmt.Sprintf("user-%d-%02d", s, u)
+			for range keysPerUser {
+				key, id := uuid.NewString(), uuid.NewString()
+				for range copies {
+					jobs = append(jobs, job{harnesses[s], user, key, id, eventBody(t, id)})
+				}
+				other := uuid.NewString() // the same key with another body
+				jobs = append(jobs, job{harnesses[s], user, key, other, eventBody(t, other)})
+				jobs = append(jobs, job{harnesses[s], user, uuid.NewString(), id, eventBody(t, id)}) // the same event, a new key
+			}
+		}
+	}
+	rand.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
+	recs := map[*harness]*recorder{}
+	for _, hs := range harnesses {
+		recs[hs] = &recorder{}
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for j := range work {
+				j.hs.send(recs[j.hs], j.user, j.key, j.id, j.body)
+			}
+		})
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	for _, hs := range harnesses {
+		for _, x := range recs[hs].all {
+			if x.status >= 500 {
+				t.Errorf("%d %s", x.status, x.body)
+			}
+		}
+		hs.checkInvariants(recs[hs])
+		t.Log(recs[hs].tally())
+	}
+}
