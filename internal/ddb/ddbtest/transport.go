@@ -2,6 +2,7 @@ package ddbtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -33,7 +34,15 @@ const (
 	// ServiceError answers with a DynamoDB error (Code, Status) instead of
 	// sending the call.
 	ServiceError
+	// StalledAnswer sends the call, lets DynamoDB act on it, then holds the
+	// answer back until the caller gives up (its context ends).
+	StalledAnswer
 )
+
+// String names the kind, for test logs.
+func (k FaultKind) String() string {
+	return [...]string{"refused before sending", "answer lost after commit", "service error", "answer stalled after commit"}[k]
+}
 
 // Fault is one failure to inject Times times into calls of Op.
 type Fault struct {
@@ -116,11 +125,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body.Close()
 		}
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	case LostAnswer:
-		resp, err := t.base.RoundTrip(req)
+	case LostAnswer, StalledAnswer:
+		resp, err := t.base.RoundTrip(req.WithContext(context.WithoutCancel(req.Context())))
 		if err == nil {
 			io.Copy(io.Discard, resp.Body) //nolint:errcheck // the answer is thrown away on purpose
 			resp.Body.Close()
+		}
+		if fault.Kind == StalledAnswer {
+			<-req.Context().Done()
+			return nil, req.Context().Err()
 		}
 		return nil, reset
 	default:
