@@ -43,6 +43,12 @@ host-bootstrap:
 	@mkdir -p $(BIN)/host
 	CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/host/bootstrap ./functions/sync-events
 
+## fuzz: each fuzz target for FUZZTIME (seed corpora in testdata/fuzz/, run by make test too)
+FUZZTIME ?= 15s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) ./internal/idempotency
+	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME) ./functions/sync-events/api
+
 ## tools: staticcheck, benchstat and the Lambda Runtime Interface Emulator, pinned in tools/go.mod
 tools: $(BIN)/staticcheck $(BIN)/benchstat $(BIN)/aws-lambda-rie
 $(BIN)/staticcheck $(BIN)/benchstat $(BIN)/aws-lambda-rie: tools/go.mod tools/go.sum

@@ -243,3 +243,26 @@ func TestListRejectsBadParameters(t *testing.T) {
 	}
 	wantResponse(t, hs.get("", nil), 401, CodeUnauthorized)
 }
+
+// TestCursorCannotCrossUsers: a cursor names a position, not a user; bob
+// using alice's cursor pages through his own events only.
+func TestCursorCannotCrossUsers(t *testing.T) {
+	hs := newHarness(t)
+	mine := map[string]bool{}
+	for range 3 {
+		wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+		id := uuid.NewString()
+		wantResponse(t, hs.post("bob", uuid.NewString(), eventBody(t, id)), 201, "")
+		mine[id] = true
+	}
+	alices := hs.page("alice", map[string]string{"limit": "1"})
+	if alices.NextCursor == nil {
+		t.Fatal("no cursor")
+	}
+	p := hs.page("bob", map[string]string{"limit": "100", "cursor": *alices.NextCursor})
+	for _, ev := range p.Events {
+		if !mine[ev.ID] {
+			t.Fatalf("bob's page holds %s, which is not his", ev.ID)
+		}
+	}
+}
