@@ -70,8 +70,12 @@ func hostileCases() []hostileCase {
 		{"key missing", func(r *events.APIGatewayV2HTTPRequest) { delete(r.Headers, "idempotency-key") }, 400, v},
 		{"key empty", header("idempotency-key", ""), 400, v},
 		{"key blank", header("idempotency-key", "   "), 400, v},
-		{"key lowercase", func(r *events.APIGatewayV2HTTPRequest) { r.Headers["idempotency-key"] = strings.ToLower(uuid.NewString()) }, 201, ""},
-		{"key uppercase", func(r *events.APIGatewayV2HTTPRequest) { r.Headers["idempotency-key"] = strings.ToUpper(uuid.NewString()) }, 201, ""},
+		{"key lowercase", func(r *events.APIGatewayV2HTTPRequest) {
+			r.Headers["idempotency-key"] = strings.ToLower(uuid.NewString())
+		}, 201, ""},
+		{"key uppercase", func(r *events.APIGatewayV2HTTPRequest) {
+			r.Headers["idempotency-key"] = strings.ToUpper(uuid.NewString())
+		}, 201, ""},
 		{"key padded with blanks", func(r *events.APIGatewayV2HTTPRequest) { r.Headers["idempotency-key"] = "  " + uuid.NewString() + "\t" }, 201, ""},
 		{"key not a UUID", header("idempotency-key", "order-42"), 400, v},
 		{"key in braces", func(r *events.APIGatewayV2HTTPRequest) { r.Headers["idempotency-key"] = "{" + uuid.NewString() + "}" }, 400, v},
