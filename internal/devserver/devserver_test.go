@@ -1,0 +1,94 @@
+package devserver_test
+
+import (
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/idempotency"
+)
+
+func token(claims string) string {
+	return "Bearer e30." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + ".unsigned"
+}
+
+// TestDevServerServesTheRealHandler is `make run` in miniature: plain HTTP
+// in, the API Gateway event the function gets, the answer back out.
+func TestDevServerServesTheRealHandler(t *testing.T) {
+	b := ddbtest.Start(t)
+	ledger := idempotency.NewLedger(ddb.NewStore(b.Client, b.Tables.Ledger), config.DefaultRetention)
+	h := api.New(ledger, ddb.NewEvents(b.Client, b.Tables.Events), config.DefaultMaxBodyBytes, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(devserver.Handler(h.Handle))
+	defer srv.Close()
+
+	key, id := uuid.NewString(), uuid.NewString()
+	body := `{"id":"` + id + `","type":"note.created","occurredAt":"2026-12-02T14:03:00Z","payload":{"n":1}}`
+	send := func(method, auth, key, body string) (*http.Response, string) {
+		req, _ := http.NewRequest(method, srv.URL+api.EventsPath, strings.NewReader(body))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	alice := token(`{"sub":"alice","exp":1796222600}`)
+	first, firstBody := send("POST", alice, key, body)
+	again, againBody := send("POST", alice, key, body)
+	if first.StatusCode != 201 || again.StatusCode != 201 || firstBody != againBody || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("got %d %s then %d %s %v", first.StatusCode, firstBody, again.StatusCode, againBody, again.Header)
+	}
+	if r, b := send("POST", "", uuid.NewString(), body); r.StatusCode != 401 {
+		t.Fatalf("no token: %d %s", r.StatusCode, b)
+	}
+	if r, b := send("POST", "Bearer not-a-jwt", uuid.NewString(), body); r.StatusCode != 401 {
+		t.Fatalf("bad token: %d %s", r.StatusCode, b)
+	}
+	if r, b := send("GET", alice, "", ""); r.StatusCode != 200 || !strings.Contains(b, id) {
+		t.Fatalf("list: %d %s", r.StatusCode, b)
+	}
+	if r, b := send("GET", token(`{"sub":"bob"}`), "", ""); r.StatusCode != 200 || strings.Contains(b, id) {
+		t.Fatalf("bob's list: %d %s", r.StatusCode, b)
+	}
+}
+
+func TestEventIsWhatAPIGatewaySends(t *testing.T) {
+	req := httptest.NewRequest("POST", "/api/v1/sync/events?limit=5&tag=a&tag=b", strings.NewReader("\xff\x00binary"))
+	req.Header.Add("X-Multi", "one")
+	req.Header.Add("X-Multi", "two")
+	req.Header.Set("Authorization", token(`{"sub":"u-1","n":5,"flag":true}`))
+	ev, err := devserver.Event(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := ev.RequestContext.Authorizer.JWT.Claims
+	switch {
+	case ev.Version != "2.0" || ev.RawPath != "/api/v1/sync/events" || ev.RequestContext.HTTP.Method != "POST":
+		t.Fatalf("event %+v", ev)
+	case ev.Headers["x-multi"] != "one,two" || ev.QueryStringParameters["tag"] != "a,b" || ev.QueryStringParameters["limit"] != "5":
+		t.Fatalf("headers %v, query %v", ev.Headers, ev.QueryStringParameters)
+	case claims["sub"] != "u-1" || claims["n"] != "5" || claims["flag"] != "true":
+		t.Fatalf("claims %v", claims)
+	case !ev.IsBase64Encoded || ev.Body != base64.StdEncoding.EncodeToString([]byte("\xff\x00binary")):
+		t.Fatalf("body %q base64=%v", ev.Body, ev.IsBase64Encoded)
+	}
+}

@@ -1,0 +1,58 @@
+package syncevent
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestParseReportsEveryBadField(t *testing.T) {
+	_, err := Parse([]byte(`{"id":"x","occurredAt":5,"payload":[],"type":""}`))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v", err)
+	}
+	got := map[string]string{}
+	for _, f := range ve.Fields {
+		got[f.Field] = f.Message
+	}
+	for _, field := range []string{"id", "type", "occurredAt", "payload"} {
+		if got[field] == "" {
+			t.Errorf("no error for %s (got %v)", field, got)
+		}
+	}
+}
+
+func TestParseNamesAnUnknownField(t *testing.T) {
+	_, err := Parse([]byte(`{"id":"6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31","occurredAt":"2026-12-02T14:03:00Z","payload":{},"type":"t","userId":"u"}`))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "userId" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseKeepsTheEvent(t *testing.T) {
+	ev, err := Parse([]byte(`{"id":"6F1C2A9E-3B7D-4C1E-9A52-0D8E4F7B6A31","occurredAt":"2026-12-02T14:03:00.5+01:00","payload":{"a":[1]},"type":"note.created"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.ID != "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31" || ev.Type != "note.created" || ev.OccurredAt != "2026-12-02T14:03:00.5+01:00" || string(ev.Payload) != `{"a":[1]}` {
+		t.Fatalf("got %+v", ev)
+	}
+}
+
+func TestSortKeyRoundTrips(t *testing.T) {
+	ev := Event{ID: "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31", ReceivedAt: time.Date(2026, 12, 2, 14, 3, 0, 7e6, time.UTC)}
+	if k := ev.SortKey(); k != "2026-12-02T14:03:00.007Z#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31" {
+		t.Fatalf("sort key %s", k)
+	}
+	if id, err := ParseSortKey(ev.SortKey()); err != nil || id != ev.ID {
+		t.Fatalf("ParseSortKey = %s, %v", id, err)
+	}
+	for _, bad := range []string{"", "#", "2026-12-02T14:03:00.007Z", "yesterday#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31",
+		"2026-12-02T14:03:00.007Z#6F1C2A9E-3B7D-4C1E-9A52-0D8E4F7B6A31", "2026-12-02T14:03:00.007Z#x"} {
+		if _, err := ParseSortKey(bad); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("ParseSortKey(%q) = %v", bad, err)
+		}
+	}
+}
