@@ -9,7 +9,7 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: run test build lint bench fuzz invoke coldstart host-bootstrap clean tools build-SyncEventsFunction
+.PHONY: run test build lint bench load fuzz invoke coldstart host-bootstrap clean tools build-SyncEventsFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
@@ -48,6 +48,27 @@ FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) ./internal/idempotency
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME) ./functions/sync-events/api
+
+## bench: the benchmarks, BENCHCOUNT runs each, summarised by benchstat (medians, with spread)
+BENCHCOUNT ?= 6
+bench: $(BIN)/benchstat
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./internal/idempotency ./functions/sync-events/api | tee $(BIN)/bench.txt
+	$(BIN)/benchstat $(BIN)/bench.txt
+
+## load: make run's server on LOAD_ADDR, driven by cmd/loadgen with CLIENTS clients for REQUESTS requests
+CLIENTS  ?= 16
+REQUESTS ?= 2000
+USERS    ?= 20
+MIX      ?= fresh=70,replay=20,conflict=10
+LOAD_ADDR ?= 127.0.0.1:3999
+load:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/sync-events-local ./cmd/sync-events-local
+	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
+	@ADDR=$(LOAD_ADDR) $(BIN)/sync-events-local > $(BIN)/load-server.log 2>&1 & pid=$$!; \
+	for i in $$(seq 50); do curl -s -o /dev/null http://$(LOAD_ADDR)/ && break; sleep 0.1; done; \
+	$(BIN)/loadgen -url http://$(LOAD_ADDR) -clients $(CLIENTS) -requests $(REQUESTS) -users $(USERS) -mix $(MIX); rc=$$?; \
+	kill $$pid; exit $$rc
 
 ## tools: staticcheck, benchstat and the Lambda Runtime Interface Emulator, pinned in tools/go.mod
 tools: $(BIN)/staticcheck $(BIN)/benchstat $(BIN)/aws-lambda-rie
