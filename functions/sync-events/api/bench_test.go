@@ -8,12 +8,16 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
 // memoryDynamoDB answers every TransactWriteItems from memory, as DynamoDB
@@ -38,7 +42,7 @@ func (m memoryDynamoDB) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func benchHandler(b *testing.B, transport http.RoundTripper) *Handler {
+func benchClient(b *testing.B, transport http.RoundTripper) *dynamodb.Client {
 	b.Helper()
 	client, err := ddb.NewClient(context.Background(), ddb.ClientOptions{
 		Endpoint: "http://127.0.0.1:1", HTTPClient: &http.Client{Transport: transport}, LocalCredentials: true,
@@ -46,6 +50,12 @@ func benchHandler(b *testing.B, transport http.RoundTripper) *Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return client
+}
+
+func benchHandler(b *testing.B, transport http.RoundTripper) *Handler {
+	b.Helper()
+	client := benchClient(b, transport)
 	ledger := idempotency.NewLedger(ddb.NewStore(client, "ledger"), config.DefaultRetention)
 	return New(ledger, ddb.NewEvents(client, "events"), config.DefaultMaxBodyBytes, slog.New(slog.DiscardHandler))
 }
@@ -90,6 +100,27 @@ func BenchmarkHandler(b *testing.B) {
 		for b.Loop() {
 			if resp, _ := h.Handle(context.Background(), req); resp.StatusCode != 201 || resp.Headers["Idempotent-Replayed"] != "true" {
 				b.Fatalf("%d %v %s", resp.StatusCode, resp.Headers, resp.Body)
+			}
+		}
+	})
+	// The SDK's share: the same transaction as "fresh", committed straight
+	// through the store, with nothing of the handler around it.
+	b.Run("sdk-commit-only", func(b *testing.B) {
+		client := benchClient(b, memoryDynamoDB{})
+		store, events := ddb.NewStore(client, "ledger"), ddb.NewEvents(client, "events")
+		canonical, _ := idempotency.Canonicalize([]byte(body))
+		ev, err := syncevent.Parse(canonical)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ev.UserID, ev.ReceivedAt = "alice", time.Now()
+		rec := idempotency.Record{UserID: "alice", Key: key, PayloadHash: idempotency.HashCanonical(canonical), StatusCode: 201,
+			ResponseBody: ev.CreatedBody(), Method: "POST", Route: EventsPath, CreatedAt: ev.ReceivedAt, ExpiresAt: ev.ReceivedAt.Add(time.Hour)}
+		writes := []types.TransactWriteItem{events.PutNew(ev)}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := store.Commit(context.Background(), rec, writes, ev.ReceivedAt); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
