@@ -22,7 +22,7 @@ import (
 type Options struct {
 	RIE       string   // path to aws-lambda-rie
 	Bootstrap string   // path to the function's bootstrap
-	Env       []string // the function's environment, KEY=value
+	Env       []string // the function's own variables, KEY=value, on top of Lambda's
 	Stderr    io.Writer
 	Stdout    io.Writer
 }
@@ -50,7 +50,7 @@ func Start(opts Options) (*Function, error) {
 		"--runtime-api-address", apiAddr,
 		"--log-level", "error",
 		opts.Bootstrap)
-	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = append(lambdaEnv(), opts.Env...)
 	cmd.Stdout, cmd.Stderr = opts.Stdout, opts.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", opts.RIE, err)
@@ -109,6 +109,21 @@ func (f *Function) Stop() {
 		f.cmd.Process.Kill() //nolint:errcheck // already gone is fine
 	}
 	<-f.done
+}
+
+// lambdaEnv is the environment Lambda (and sam local's container) gives a
+// function, not this machine's: a developer's shell can hold settings that
+// change what the function does at start-up (AWS_CA_BUNDLE alone makes the
+// SDK read and parse a CA bundle, several milliseconds of init).
+func lambdaEnv() []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"TZ=:UTC",
+		"AWS_REGION=us-east-1",
+		"AWS_DEFAULT_REGION=us-east-1",
+		"AWS_LAMBDA_FUNCTION_NAME=sync-events",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+	}
 }
 
 func freeLoopbackAddr() (string, error) {
