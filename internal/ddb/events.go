@@ -45,8 +45,9 @@ func (e *Events) PutNew(ev syncevent.Event) types.TransactWriteItem {
 // List returns up to limit of userID's events in receive order, starting
 // after the position after ("" for the first page), and the position to
 // continue from, "" when there is nothing more. It reads limit+1 items so that
-// the last page is known to be last, and reads with strong consistency so
-// that an event a client was just answered 201 for is on the page.
+// the last page is known to be last (one Query, more only when DynamoDB's
+// 1 MB cap cuts one short), and reads with strong consistency so that an
+// event a client was just answered 201 for is on the page.
 func (e *Events) List(ctx context.Context, userID string, limit int, after string) ([]syncevent.Event, string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(e.table),
@@ -55,7 +56,6 @@ func (e *Events) List(ctx context.Context, userID string, limit int, after strin
 		ExpressionAttributeNames:  map[string]string{"#u": attrUserID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": str(userID)},
 		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(int32(limit + 1)),
 	}
 	if after != "" {
 		id, err := syncevent.ParseSortKey(after)
@@ -68,12 +68,12 @@ func (e *Events) List(ctx context.Context, userID string, limit int, after strin
 			attrUserID: str(userID), attrEventID: str(id), attrReceivedKey: str(after),
 		}
 	}
-	out, err := e.client.Query(ctx, in)
+	items, err := e.query(ctx, in, limit+1)
 	if err != nil {
-		return nil, "", fmt.Errorf("query events: %w", err)
+		return nil, "", err
 	}
-	events := make([]syncevent.Event, 0, min(len(out.Items), limit))
-	for _, item := range out.Items[:min(len(out.Items), limit)] {
+	events := make([]syncevent.Event, 0, min(len(items), limit))
+	for _, item := range items[:min(len(items), limit)] {
 		ev, err := decodeEvent(item)
 		if err != nil {
 			return nil, "", err
@@ -81,10 +81,28 @@ func (e *Events) List(ctx context.Context, userID string, limit int, after strin
 		events = append(events, ev)
 	}
 	next := ""
-	if len(out.Items) > limit {
+	if len(items) > limit {
 		next = events[len(events)-1].SortKey()
 	}
 	return events, next, nil
+}
+
+// query reads up to want items. One Query does it, unless DynamoDB stops
+// at 1 MB of items first: then the rest is read from where it stopped.
+func (e *Events) query(ctx context.Context, in *dynamodb.QueryInput, want int) ([]map[string]types.AttributeValue, error) {
+	var items []map[string]types.AttributeValue
+	for {
+		in.Limit = aws.Int32(int32(want - len(items)))
+		out, err := e.client.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("query events: %w", err)
+		}
+		items = append(items, out.Items...)
+		if len(items) >= want || len(out.LastEvaluatedKey) == 0 {
+			return items, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }
 
 func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {

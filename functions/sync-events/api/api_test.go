@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 )
 
 func TestMissingKeyIsTheSeedsExact400(t *testing.T) {
@@ -264,5 +266,29 @@ func TestCursorCannotCrossUsers(t *testing.T) {
 		if !mine[ev.ID] {
 			t.Fatalf("bob's page holds %s, which is not his", ev.ID)
 		}
+	}
+}
+
+// TestPagesCutShortByDynamoDBAreFilled: DynamoDB stops a Query at 1 MB of
+// items, with fewer items than asked for and a LastEvaluatedKey. The page
+// is filled from there, and the last page is still known to be last.
+func TestPagesCutShortByDynamoDBAreFilled(t *testing.T) {
+	hs := newHarness(t)
+	for range 5 {
+		wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+	}
+	fault := hs.b.Transport.Inject(ddbtest.Fault{
+		Op: "Query", Kind: ddbtest.ShortPage, Times: 1000, KeyNames: []string{"user_id", "event_id", "received_key"},
+	})
+	first := hs.page("alice", map[string]string{"limit": "3"})
+	if len(first.Events) != 3 || first.NextCursor == nil {
+		t.Fatalf("first page: %d events, cursor %v", len(first.Events), first.NextCursor)
+	}
+	rest := hs.page("alice", map[string]string{"limit": "3", "cursor": *first.NextCursor})
+	if len(rest.Events) != 2 || rest.NextCursor != nil {
+		t.Fatalf("second page: %d events, cursor %v", len(rest.Events), rest.NextCursor)
+	}
+	if fault.Fired() < 6 {
+		t.Fatalf("only %d Query calls were cut short", fault.Fired())
 	}
 }

@@ -3,6 +3,7 @@ package ddbtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,11 +38,15 @@ const (
 	// StalledAnswer sends the call, lets DynamoDB act on it, then holds the
 	// answer back until the caller gives up (its context ends).
 	StalledAnswer
+	// ShortPage cuts a Query's answer to its first item and says where it
+	// stopped, as DynamoDB does when a page reaches 1 MB. KeyNames are the
+	// attributes of that position (the table's and the index's keys).
+	ShortPage
 )
 
 // String names the kind, for test logs.
 func (k FaultKind) String() string {
-	return [...]string{"refused before sending", "answer lost after commit", "service error", "answer stalled after commit"}[k]
+	return [...]string{"refused before sending", "answer lost after commit", "service error", "answer stalled after commit", "page cut short"}[k]
 }
 
 // Fault is one failure to inject Times times into calls of Op.
@@ -53,8 +58,10 @@ type Fault struct {
 	// Reasons, for a ServiceError of code TransactionCanceledException, are
 	// the cancellation reason codes, one per action.
 	Reasons []string
-	Times   int
-	fired   int
+	// KeyNames, for ShortPage, name the attributes of LastEvaluatedKey.
+	KeyNames []string
+	Times    int
+	fired    int
 }
 
 // Fired is how many times the fault has been injected.
@@ -120,6 +127,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	switch fault.Kind {
+	case ShortPage:
+		return shortPage(t.base, req, fault.KeyNames)
 	case Refused:
 		if req.Body != nil {
 			req.Body.Close()
@@ -159,4 +168,37 @@ func reasonsJSON(codes []string) string {
 		parts[i] = fmt.Sprintf(`{"Code":%q}`, c)
 	}
 	return `,"CancellationReasons":[` + strings.Join(parts, ",") + `]`
+}
+
+// shortPage forwards a Query and keeps only the first item of its answer,
+// with a LastEvaluatedKey that points at it.
+func shortPage(base http.RoundTripper, req *http.Request, keyNames []string) (*http.Response, error) {
+	resp, err := base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	var page map[string]json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		return nil, err
+	}
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(page["Items"], &items); err != nil {
+		return nil, err
+	}
+	if len(items) > 1 {
+		last := map[string]json.RawMessage{}
+		for _, name := range keyNames {
+			last[name] = items[0][name]
+		}
+		page["Items"], _ = json.Marshal(items[:1])
+		page["Count"], page["ScannedCount"] = json.RawMessage("1"), json.RawMessage("1")
+		page["LastEvaluatedKey"], _ = json.Marshal(last)
+	}
+	body, _ := json.Marshal(page)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("X-Amz-Crc32") // the body changed
+	resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+	return resp, nil
 }
