@@ -53,7 +53,6 @@ func NewClient(ctx context.Context, opts ClientOptions) (*dynamodb.Client, error
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
-		o.EndpointResolverV2 = newCachedEndpoints()
 		// Set here, not in LoadDefaultConfig, which refuses a plain
 		// *http.Client when AWS_CA_BUNDLE is set.
 		if opts.HTTPClient != nil {
