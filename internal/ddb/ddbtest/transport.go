@@ -20,6 +20,7 @@ type Transport struct {
 	base   http.RoundTripper
 	mu     sync.Mutex
 	calls  map[string]int
+	ok     map[string]int // calls answered 200
 	faults []*Fault
 }
 
@@ -69,7 +70,7 @@ func (f *Fault) Fired() int { return f.fired }
 
 // NewTransport wraps base.
 func NewTransport(base http.RoundTripper) *Transport {
-	return &Transport{base: base, calls: map[string]int{}}
+	return &Transport{base: base, calls: map[string]int{}, ok: map[string]int{}}
 }
 
 // Inject adds a fault and returns it, to read Fired later.
@@ -84,7 +85,7 @@ func (t *Transport) Inject(f Fault) *Fault {
 func (t *Transport) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.calls, t.faults = map[string]int{}, nil
+	t.calls, t.ok, t.faults = map[string]int{}, map[string]int{}, nil
 }
 
 // Calls returns the number of calls of each operation so far.
@@ -96,6 +97,14 @@ func (t *Transport) Calls() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// Succeeded is the number of calls of op that DynamoDB answered 200: for a
+// write, the number that took effect.
+func (t *Transport) Succeeded(op string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ok[op]
 }
 
 // Total is the number of calls of every operation so far.
@@ -123,7 +132,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.mu.Unlock()
 	if fault == nil {
-		return t.base.RoundTrip(req)
+		resp, err := t.base.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			t.mu.Lock()
+			t.ok[op]++
+			t.mu.Unlock()
+		}
+		return resp, err
 	}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	switch fault.Kind {
