@@ -41,7 +41,7 @@ func main() {
 
 func run(rieBin, bootstrap string, cold int, files []string) error {
 	ctx := context.Background()
-	env, stop, err := FunctionEnv(ctx)
+	env, stop, err := functionEnv(ctx)
 	if err != nil {
 		return err
 	}
@@ -74,10 +74,10 @@ func run(rieBin, bootstrap string, cold int, files []string) error {
 	return nil
 }
 
-// FunctionEnv is the function's environment: the backend (started here
+// functionEnv is the function's environment: the backend (started here
 // unless DYNAMODB_ENDPOINT is set), with its tables created, and the
 // settings the template gives in AWS.
-func FunctionEnv(ctx context.Context) (env []string, stop func(), _ error) {
+func functionEnv(ctx context.Context) (env []string, stop func(), _ error) {
 	endpoint, stop := os.Getenv(config.EnvEndpoint), func() {}
 	if endpoint == "" {
 		srv, err := embedded.Start()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
-	"github.com/truora/minidyn/server"
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
@@ -30,8 +29,6 @@ type Backend struct {
 	Transport *Transport
 	// Name says which backend this is: "minidyn" or the endpoint URL.
 	Name string
-	// Minidyn is the embedded server, nil on an external endpoint.
-	Minidyn *server.Server
 }
 
 // External reports whether tests run on an endpoint given by DYNAMODB_ENDPOINT.
@@ -51,7 +48,6 @@ func EmbeddedURL() string { return shared.URL }
 func Start(t testing.TB) *Backend {
 	t.Helper()
 	endpoint, name := os.Getenv(config.EnvEndpoint), os.Getenv(config.EnvEndpoint)
-	var md *server.Server
 	if endpoint == "" {
 		// One embedded server per test binary, unique tables per test: the
 		// same isolation an external endpoint gets.
@@ -59,7 +55,7 @@ func Start(t testing.TB) *Backend {
 		if sharedErr != nil {
 			t.Fatal(sharedErr)
 		}
-		endpoint, name, md = shared.URL, "minidyn", shared.Minidyn
+		endpoint, name = shared.URL, "minidyn"
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 128 // the race tests run many requests at once
@@ -84,5 +80,5 @@ func Start(t testing.TB) *Backend {
 		}
 	})
 	tr.Reset()
-	return &Backend{Client: client, Tables: tables, Transport: tr, Name: name, Minidyn: md}
+	return &Backend{Client: client, Tables: tables, Transport: tr, Name: name}
 }

@@ -45,11 +45,6 @@ const (
 	ShortPage
 )
 
-// String names the kind, for test logs.
-func (k FaultKind) String() string {
-	return [...]string{"refused before sending", "answer lost after commit", "service error", "answer stalled after commit", "page cut short"}[k]
-}
-
 // Fault is one failure to inject Times times into calls of Op.
 type Fault struct {
 	Op     string // e.g. "TransactWriteItems"; "" matches every call

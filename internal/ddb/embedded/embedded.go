@@ -14,10 +14,8 @@ import (
 // Server is a running embedded backend.
 type Server struct {
 	// URL is the endpoint to point a DynamoDB client at.
-	URL string
-	// Minidyn is the backend itself, for its failure emulation.
-	Minidyn *server.Server
-	http    *http.Server
+	URL  string
+	http *http.Server
 }
 
 // Start listens on an ephemeral loopback port and serves until Close.
@@ -31,8 +29,7 @@ func StartOn(addr string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 	}
-	md := server.NewServer()
-	s := &Server{URL: "http://" + ln.Addr().String(), Minidyn: md, http: &http.Server{Handler: md}}
+	s := &Server{URL: "http://" + ln.Addr().String(), http: &http.Server{Handler: server.NewServer()}}
 	go s.http.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
 	return s, nil
 }
