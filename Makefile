@@ -66,7 +66,7 @@ load:
 	$(GO) build -o $(BIN)/sync-events-local ./cmd/sync-events-local
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
 	@ADDR=$(LOAD_ADDR) $(BIN)/sync-events-local > $(BIN)/load-server.log 2>&1 & pid=$$!; \
-	for i in $$(seq 50); do curl -s -o /dev/null http://$(LOAD_ADDR)/ && break; sleep 0.1; done; \
+	for i in $$(seq 100); do (exec 3<>/dev/tcp/$(subst :,/,$(LOAD_ADDR))) 2>/dev/null && break; sleep 0.1; done; \
 	$(BIN)/loadgen -url http://$(LOAD_ADDR) -clients $(CLIENTS) -requests $(REQUESTS) -users $(USERS) -mix $(MIX); rc=$$?; \
 	kill $$pid; exit $$rc
 
