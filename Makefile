@@ -9,7 +9,7 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: run test build lint bench load fuzz invoke coldstart host-bootstrap clean tools build-SyncEventsFunction
+.PHONY: run test build lint bench load fuzz invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
@@ -32,6 +32,10 @@ build-SyncEventsFunction:
 ## invoke: run the real bootstrap under aws-lambda-rie, as sam local invoke does, for each of EVENT (files, in order)
 invoke: $(BIN)/aws-lambda-rie host-bootstrap
 	$(GO) run ./cmd/sync-events-invoke -rie $(BIN)/aws-lambda-rie -bootstrap $(BIN)/host/bootstrap $(EVENT)
+
+## invoke-all: every file in events/, in the order of events/expected.json, against one backend
+invoke-all: $(BIN)/aws-lambda-rie host-bootstrap
+	$(GO) run ./cmd/sync-events-invoke -rie $(BIN)/aws-lambda-rie -bootstrap $(BIN)/host/bootstrap -manifest events/expected.json
 
 ## coldstart: median time from starting aws-lambda-rie to the function's first answer, over COLD runs
 COLD ?= 15

@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -28,12 +29,21 @@ func main() {
 	rieBin := flag.String("rie", "bin/aws-lambda-rie", "path to aws-lambda-rie")
 	bootstrap := flag.String("bootstrap", "bin/host/bootstrap", "path to the function's bootstrap, built for this machine")
 	cold := flag.Int("cold", 0, "measure this many cold starts instead of printing answers")
+	manifest := flag.String("manifest", "", "invoke every event a manifest (events/expected.json) lists, in its order")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: sync-events-invoke [-rie path] [-bootstrap path] [-cold N] event.json...")
+	files := flag.Args()
+	if *manifest != "" {
+		var err error
+		if files, err = manifestFiles(*manifest); err != nil {
+			fmt.Fprintln(os.Stderr, "sync-events-invoke:", err)
+			os.Exit(1)
+		}
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: sync-events-invoke [-rie path] [-bootstrap path] [-cold N] [-manifest file | event.json...]")
 		os.Exit(2)
 	}
-	if err := run(*rieBin, *bootstrap, *cold, flag.Args()); err != nil {
+	if err := run(*rieBin, *bootstrap, *cold, files); err != nil {
 		fmt.Fprintln(os.Stderr, "sync-events-invoke:", err)
 		os.Exit(1)
 	}
@@ -72,6 +82,25 @@ func run(rieBin, bootstrap string, cold int, files []string) error {
 		fmt.Printf("== %s\n%s\n", file, pretty.Bytes())
 	}
 	return nil
+}
+
+// manifestFiles lists the event files of a manifest, in its order, beside it.
+func manifestFiles(path string) ([]string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var entries []struct {
+		Event string `json:"event"`
+	}
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	files := make([]string, len(entries))
+	for i, e := range entries {
+		files[i] = filepath.Join(filepath.Dir(path), e.Event)
+	}
+	return files, nil
 }
 
 // functionEnv is the function's environment: the backend (started here
