@@ -119,8 +119,8 @@ func TestSameEventIDUnderAnotherKeyIs409AndRecordsNothing(t *testing.T) {
 	wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, id)), 201, "")
 	second := uuid.NewString()
 	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, CodeEventAlreadyExists)
-	if n := hs.ledgerCount(); n != 1 {
-		t.Fatalf("%d ledger records, want only the first request's", n)
+	if n, events := hs.ledgerCount(), hs.stored()["alice"]; n != 1 || len(events) != 1 || events[0] != id {
+		t.Fatalf("%d ledger records and events %v, want only the first request's", n, events)
 	}
 	// Unrecorded, so the same key can still be used for a new event.
 	wantResponse(t, hs.post("alice", second, eventBody(t, uuid.NewString())), 201, "")
