@@ -33,8 +33,6 @@ type Error struct {
 	header [2]string
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
 func errorf(status int, code, message string) *Error {
 	return &Error{Status: status, Code: code, Message: message}
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -93,9 +92,7 @@ func canonicalBody(b []byte) ([]byte, *Error) {
 	c, err := idempotency.Canonicalize(b)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), idempotency.ErrNotIJSON.Error()+": ")
-		if !errors.Is(err, idempotency.ErrNotIJSON) {
-			msg = err.Error()
-		}
+		msg = strings.TrimPrefix(msg, "jsontext: ")
 		return nil, validation("Request body is not valid JSON (RFC 8259 / I-JSON): "+msg, map[string]string{"field": "body"})
 	}
 	return c, nil
