@@ -104,40 +104,18 @@ func manifestFiles(path string) ([]string, error) {
 }
 
 // functionEnv is the function's environment: the backend (started here
-// unless DYNAMODB_ENDPOINT is set), with its tables created, and the
-// settings the template gives in AWS.
+// unless DYNAMODB_ENDPOINT is set), with its tables created.
 func functionEnv(ctx context.Context) (env []string, stop func(), _ error) {
-	endpoint, stop := os.Getenv(config.EnvEndpoint), func() {}
-	if endpoint == "" {
-		srv, err := embedded.Start()
-		if err != nil {
-			return nil, nil, err
-		}
-		endpoint, stop = srv.URL, func() { srv.Close() }
-	}
-	names := ddb.TableNames{Ledger: envOr(config.EnvIdempotencyTable, "sync-events-idempotency"), Events: envOr(config.EnvEventsTable, "sync-events-events")}
-	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, LocalCredentials: true})
-	if err == nil {
-		err = ddb.EnsureTables(ctx, client, names)
-	}
+	names := ddb.TableNames{Ledger: embedded.Getenv(config.EnvIdempotencyTable), Events: embedded.Getenv(config.EnvEventsTable)}
+	local, err := embedded.StartLocal(ctx, os.Getenv(config.EnvEndpoint), names)
 	if err != nil {
-		stop()
 		return nil, nil, err
 	}
 	return []string{
-		config.EnvEndpoint + "=" + endpoint,
+		config.EnvEndpoint + "=" + local.Endpoint,
 		config.EnvIdempotencyTable + "=" + names.Ledger,
 		config.EnvEventsTable + "=" + names.Events,
-		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
-	}, stop, nil
-}
-
-func envOr(name, fallback string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return fallback
+	}, local.Close, nil
 }
 
 // measureColdStarts starts a new emulator n times and times each until the

@@ -23,12 +23,6 @@ import (
 	"github.com/sync-events/sync-events/internal/devserver"
 )
 
-// Local table names, used when the environment names none.
-var localDefaults = map[string]string{
-	config.EnvIdempotencyTable: "sync-events-idempotency",
-	config.EnvEventsTable:      "sync-events-events",
-}
-
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	if err := run(log); err != nil {
@@ -40,38 +34,19 @@ func main() {
 func run(log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	getenv := func(k string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return localDefaults[k]
+	cfg, err := config.Load(embedded.Getenv)
+	if err != nil {
+		return err
 	}
+	local, err := embedded.StartLocal(ctx, cfg.Endpoint, ddb.TableNames{Ledger: cfg.IdempotencyTable, Events: cfg.EventsTable})
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	cfg.Endpoint = local.Endpoint
 	backend := "endpoint"
-	if getenv(config.EnvEndpoint) == "" {
-		srv, err := embedded.Start()
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		inner := getenv
-		getenv = func(k string) string {
-			if k == config.EnvEndpoint {
-				return srv.URL
-			}
-			return inner(k)
-		}
+	if local.Embedded {
 		backend = "embedded"
-	}
-	cfg, err := config.Load(getenv)
-	if err != nil {
-		return err
-	}
-	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: cfg.Endpoint, LocalCredentials: true})
-	if err != nil {
-		return err
-	}
-	if err := ddb.EnsureTables(ctx, client, ddb.TableNames{Ledger: cfg.IdempotencyTable, Events: cfg.EventsTable}); err != nil {
-		return err
 	}
 	h, err := api.NewFromConfig(ctx, cfg, ddb.ClientOptions{}, log)
 	if err != nil {

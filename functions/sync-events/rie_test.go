@@ -63,7 +63,6 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 		config.EnvEndpoint + "=" + endpoint,
 		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
 		config.EnvEventsTable + "=" + b.Tables.Events,
-		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
 	}})
 	if err != nil {
 		t.Fatal(err)

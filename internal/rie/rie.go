@@ -122,7 +122,8 @@ func lambdaEnv() []string {
 		"AWS_REGION=us-east-1",
 		"AWS_DEFAULT_REGION=us-east-1",
 		"AWS_LAMBDA_FUNCTION_NAME=sync-events",
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256", // as template.yaml sets
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
 	}
 }
 
