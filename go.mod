@@ -12,6 +12,7 @@ require (
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/uuid v1.6.0
 	github.com/truora/minidyn v0.8.2
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (
@@ -26,5 +27,4 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.5 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 )
