@@ -35,8 +35,20 @@ type Function struct {
 }
 
 // Start starts the emulator; the function itself starts on the first Invoke,
-// as in Lambda.
+// as in Lambda. The emulator's ports are picked free just before it binds
+// them, so another process can take one in between: then it tries again.
 func Start(opts Options) (*Function, error) {
+	var err error
+	for range 3 {
+		var f *Function
+		if f, err = start(opts); err == nil {
+			return f, nil
+		}
+	}
+	return nil, err
+}
+
+func start(opts Options) (*Function, error) {
 	rieAddr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
