@@ -54,13 +54,9 @@ type expectation struct {
 func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 	bootstrap, emulator := buildBinaries(t)
 	b := ddbtest.Start(t)
-	endpoint := os.Getenv(config.EnvEndpoint)
-	if endpoint == "" {
-		endpoint = ddbtest.EmbeddedURL()
-	}
 	var logs strings.Builder
 	fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: &logs, Env: []string{
-		config.EnvEndpoint + "=" + endpoint,
+		config.EnvEndpoint + "=" + b.Endpoint,
 		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
 		config.EnvEventsTable + "=" + b.Tables.Events,
 	}})

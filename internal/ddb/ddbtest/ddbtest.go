@@ -27,22 +27,18 @@ type Backend struct {
 	Tables ddb.TableNames
 	// Transport carries every call of Client; it counts them and injects faults.
 	Transport *Transport
+	// Endpoint is where the backend listens, for a process outside the test
+	// binary (the function under the runtime emulator).
+	Endpoint string
 	// Name says which backend this is: "minidyn" or the endpoint URL.
 	Name string
 }
-
-// External reports whether tests run on an endpoint given by DYNAMODB_ENDPOINT.
-func External() bool { return os.Getenv(config.EnvEndpoint) != "" }
 
 var (
 	shared     *embedded.Server
 	sharedOnce sync.Once
 	sharedErr  error
 )
-
-// EmbeddedURL is the embedded server's endpoint, for a process outside the
-// test binary (the function under the runtime emulator). Call Start first.
-func EmbeddedURL() string { return shared.URL }
 
 // Start returns a backend with fresh, empty tables, removed at the end of t.
 func Start(t testing.TB) *Backend {
@@ -80,5 +76,5 @@ func Start(t testing.TB) *Backend {
 		}
 	})
 	tr.Reset()
-	return &Backend{Client: client, Tables: tables, Transport: tr, Name: name}
+	return &Backend{Client: client, Tables: tables, Transport: tr, Endpoint: endpoint, Name: name}
 }

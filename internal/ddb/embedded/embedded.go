@@ -20,12 +20,7 @@ type Server struct {
 
 // Start listens on an ephemeral loopback port and serves until Close.
 func Start() (*Server, error) {
-	return StartOn("127.0.0.1:0")
-}
-
-// StartOn listens on addr, which should be a loopback address.
-func StartOn(addr string) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("embedded DynamoDB: %w", err)
 	}
