@@ -54,7 +54,7 @@ const (
 const (
 	minRetention    = time.Hour
 	maxRetention    = 365 * 24 * time.Hour
-	maxMaxBodyBytes = 350 << 10
+	MaxMaxBodyBytes = 350 << 10
 )
 
 // DynamoDB's rule for table names.
@@ -101,8 +101,8 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if v := getenv(EnvMaxBodyBytes); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxMaxBodyBytes {
-			fail(EnvMaxBodyBytes, "%q must be a whole number of bytes from 1 to %d", v, maxMaxBodyBytes)
+		if err != nil || n < 1 || n > MaxMaxBodyBytes {
+			fail(EnvMaxBodyBytes, "%q must be a whole number of bytes from 1 to %d", v, MaxMaxBodyBytes)
 		} else {
 			c.MaxBodyBytes = n
 		}

@@ -13,6 +13,12 @@ import (
 // ErrThrottled reports a request DynamoDB refused for load.
 var ErrThrottled = errors.New("dynamodb throttled the request")
 
+// ErrItemCollectionFull reports that a write would take one user's item
+// collection past DynamoDB's 10 GB (a table with a local secondary index
+// keeps every item of a partition key, with its index entries, in one
+// collection). Retrying cannot help until items are removed.
+var ErrItemCollectionFull = errors.New("the user's item collection is at DynamoDB's 10 GB limit")
+
 // IsTransient reports whether err is a failure that a later identical
 // request can get past: throttling, a DynamoDB-side error, a network failure
 // or a timeout. Anything else is a bug or a misconfiguration.

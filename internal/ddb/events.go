@@ -3,6 +3,7 @@ package ddb
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,7 +32,7 @@ func (e *Events) PutNew(ev syncevent.Event) types.TransactWriteItem {
 		Item: map[string]types.AttributeValue{
 			attrUserID:      str(ev.UserID),
 			attrEventID:     str(ev.ID),
-			attrReceivedKey: str(ev.SortKey()),
+			attrReceivedKey: str(ev.Position().SortKey()),
 			attrType:        str(ev.Type),
 			attrOccurredAt:  str(ev.OccurredAt),
 			attrReceivedAt:  str(ev.ReceivedAt.UTC().Format(syncevent.ReceivedAtLayout)),
@@ -42,13 +43,13 @@ func (e *Events) PutNew(ev syncevent.Event) types.TransactWriteItem {
 	}}
 }
 
-// List returns up to limit of userID's events in receive order, starting
-// after the position after ("" for the first page), and the position to
-// continue from, "" when there is nothing more. It reads limit+1 items so that
-// the last page is known to be last (one Query, more only when DynamoDB's
-// 1 MB cap cuts one short), and reads with strong consistency so that an
-// event a client was just answered 201 for is on the page.
-func (e *Events) List(ctx context.Context, userID string, limit int, after string) ([]syncevent.Event, string, error) {
+// After yields userID's events in receive order, from just after the
+// position after, and stops when the caller stops or the events run out.
+// It reads them batch items per Query as the caller asks for more (a Query
+// returns fewer when DynamoDB's 1 MB cap cuts it short, and the next one
+// carries on from there), with strong consistency, so that an event a client
+// was just answered 201 for is there.
+func (e *Events) After(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error] {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(e.table),
 		IndexName:                 aws.String(ByReceivedIndex),
@@ -56,52 +57,33 @@ func (e *Events) List(ctx context.Context, userID string, limit int, after strin
 		ExpressionAttributeNames:  map[string]string{"#u": attrUserID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": str(userID)},
 		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(int32(batch)),
 	}
-	if after != "" {
-		id, err := syncevent.ParseSortKey(after)
-		if err != nil {
-			return nil, "", err
-		}
+	if !after.IsStart() {
 		// The user id comes from the caller, never the cursor: a cursor can
 		// only move within the caller's own events.
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			attrUserID: str(userID), attrEventID: str(id), attrReceivedKey: str(after),
+			attrUserID: str(userID), attrEventID: str(after.ID), attrReceivedKey: str(after.SortKey()),
 		}
 	}
-	items, err := e.query(ctx, in, limit+1)
-	if err != nil {
-		return nil, "", err
-	}
-	events := make([]syncevent.Event, 0, min(len(items), limit))
-	for _, item := range items[:min(len(items), limit)] {
-		ev, err := decodeEvent(item)
-		if err != nil {
-			return nil, "", err
+	return func(yield func(syncevent.Event, error) bool) {
+		for {
+			out, err := e.client.Query(ctx, in)
+			if err != nil {
+				yield(syncevent.Event{}, fmt.Errorf("query events: %w", err))
+				return
+			}
+			for _, item := range out.Items {
+				ev, err := decodeEvent(item)
+				if !yield(ev, err) || err != nil {
+					return
+				}
+			}
+			if len(out.LastEvaluatedKey) == 0 {
+				return
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
 		}
-		events = append(events, ev)
-	}
-	next := ""
-	if len(items) > limit {
-		next = events[len(events)-1].SortKey()
-	}
-	return events, next, nil
-}
-
-// query reads up to want items. One Query does it, unless DynamoDB stops
-// at 1 MB of items first: then the rest is read from where it stopped.
-func (e *Events) query(ctx context.Context, in *dynamodb.QueryInput, want int) ([]map[string]types.AttributeValue, error) {
-	var items []map[string]types.AttributeValue
-	for {
-		in.Limit = aws.Int32(int32(want - len(items)))
-		out, err := e.client.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("query events: %w", err)
-		}
-		items = append(items, out.Items...)
-		if len(items) >= want || len(out.LastEvaluatedKey) == 0 {
-			return items, nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 }
 

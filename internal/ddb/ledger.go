@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/sync-events/sync-events/internal/idempotency"
 )
@@ -60,6 +61,11 @@ func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []typ
 
 // classifyCommitError maps a cancelled transaction to the idempotency errors.
 func classifyCommitError(err error) error {
+	// Not a modelled error of TransactWriteItems, so it is known by its code.
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ItemCollectionSizeLimitExceededException" {
+		return fmt.Errorf("%w: %w", ErrItemCollectionFull, err)
+	}
 	var cancelled *types.TransactionCanceledException
 	if !errors.As(err, &cancelled) {
 		return err
@@ -76,6 +82,8 @@ func classifyCommitError(err error) error {
 			return fmt.Errorf("%w: %w", idempotency.ErrTransactionConflict, err)
 		case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
 			return fmt.Errorf("%w: %w", ErrThrottled, err)
+		case "ItemCollectionSizeLimitExceeded":
+			return fmt.Errorf("%w: %w", ErrItemCollectionFull, err)
 		}
 	}
 	return err

@@ -8,6 +8,13 @@ import (
 	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
+// DynamoDB's limits on key attributes: it refuses a longer partition or
+// sort key value (in bytes of UTF-8) outright.
+const (
+	MaxPartitionKeyBytes = 2048
+	MaxSortKeyBytes      = 1024
+)
+
 // DynamoDB's TransactWriteItems limits.
 const (
 	MaxTransactionActions = 100

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -21,13 +22,17 @@ var ErrNotIJSON = errors.New("body is not valid I-JSON")
 var maxDouble = []byte("1.7976931348623157e+308")
 
 // Canonicalize returns the RFC 8785 canonical form of body, leaving body
-// untouched. Duplicate member names, invalid UTF-8, lone surrogates, numbers
-// beyond double range, trailing data and nesting deeper than 10 000 levels
-// are refused with an error wrapping [ErrNotIJSON].
+// untouched. Duplicate member names, invalid UTF-8, lone surrogates,
+// Unicode noncharacters, numbers beyond double range, trailing data and
+// nesting deeper than 10 000 levels are refused with an error wrapping
+// [ErrNotIJSON].
 func Canonicalize(body []byte) ([]byte, error) {
 	v := jsontext.Value(bytes.Clone(body))
 	if err := v.Canonicalize(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotIJSON, err)
+	}
+	if err := rejectNoncharacters(v); err != nil {
+		return nil, err
 	}
 	if bytes.Contains(v, maxDouble) {
 		if err := rejectOverflow(body); err != nil {
@@ -55,6 +60,32 @@ func rejectOverflow(body []byte) error {
 			return fmt.Errorf("%w: number %.40s is outside the range of a double", ErrNotIJSON, tok.String())
 		}
 	}
+}
+
+// rejectNoncharacters refuses a string or member name holding a Unicode
+// noncharacter (U+FDD0 to U+FDEF, and the last two code points of every
+// plane), which I-JSON forbids (RFC 7493 section 2.1). It reads the
+// canonical form, where such characters always stand as raw UTF-8 (RFC
+// 8785 escapes only controls, quote and backslash), so a byte scan finds
+// them however the client escaped them. The error names the code point,
+// never the text around it.
+func rejectNoncharacters(canonical []byte) error {
+	for i := 0; i < len(canonical); i++ {
+		b := canonical[i]
+		if b < 0xEF {
+			continue
+		}
+		r, n := utf8.DecodeRune(canonical[i:])
+		if isNoncharacter(r) {
+			return fmt.Errorf("%w: a string or member name holds the noncharacter U+%04X (RFC 7493 section 2.1)", ErrNotIJSON, r)
+		}
+		i += n - 1
+	}
+	return nil
+}
+
+func isNoncharacter(r rune) bool {
+	return (r >= 0xFDD0 && r <= 0xFDEF) || r&0xFFFE == 0xFFFE
 }
 
 // HashCanonical is the lowercase hex SHA-256 of an already canonical body.

@@ -83,6 +83,14 @@ func TestCanonicalizeRejectsWhatIJSONRefuses(t *testing.T) {
 		{"single quotes", `{'a':1}`},
 		{"trailing comma", `{"a":1,}`},
 		{"NaN", `{"a":NaN}`},
+		// Noncharacters, RFC 7493 section 2.1, escaped or raw, in values and names.
+		{"escaped U+FFFF", `{"a":"\uffff"}`},
+		{"escaped U+FFFE", `["x\uFFFEy"]`},
+		{"raw U+FDD0", "{\"a\":\"\uFDD0\"}"},
+		{"raw U+FDEF", "[\"\uFDEF\"]"},
+		{"U+1FFFE as an escaped pair in a name", `{"\ud83f\udffe":1}`},
+		{"raw U+10FFFF", "[\"\U0010FFFF\"]"},
+		{"raw U+7FFFF", "[\"\U0007FFFF\"]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +99,14 @@ func TestCanonicalizeRejectsWhatIJSONRefuses(t *testing.T) {
 				t.Fatalf("Canonicalize accepted it (err = %v)", err)
 			}
 		})
+	}
+}
+
+func TestCanonicalizeKeepsTheCharactersNextToNoncharacters(t *testing.T) {
+	for _, body := range []string{"[\"\uFDCF\uFDF0\uFFFD\uFFEF\U0010FFFD\U0001FFFD\U00020000\"]", `["\ufdcf\ufffd\ud83f\udffd"]`} {
+		if _, err := Canonicalize([]byte(body)); err != nil {
+			t.Errorf("Canonicalize(%q): %v", body, err)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ package syncevent
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -30,7 +29,7 @@ type Event struct {
 	Type       string
 	OccurredAt string
 	ReceivedAt time.Time
-	// Payload is the canonical JSON of the payload object.
+	// Payload is the payload object as the client sent it, compacted.
 	Payload jsontext.Value
 }
 
@@ -63,9 +62,11 @@ type wire struct {
 
 var errInvalidID = errors.New("must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)")
 
-// Parse reads an event from a canonical JSON body (see
-// idempotency.Canonicalize), which must already be valid I-JSON. The user id is not part of the body: the
-// caller sets it from the verified identity.
+// Parse reads an event from a body that has already been checked to be
+// valid I-JSON (idempotency.Canonicalize does it). The payload is kept as
+// the client sent it: the canonical form is for comparing bodies, never for
+// storing them, so numbers come back spelled as they were sent. The user id
+// is not part of the body: the caller sets it from the verified identity.
 func Parse(canonical []byte) (Event, error) {
 	var w wire
 	// The body was validated when it was canonicalized; checking names and
@@ -94,7 +95,9 @@ func Parse(canonical []byte) (Event, error) {
 		}
 	}
 	if s, ok := stringField(w.OccurredAt, "occurredAt", add); ok {
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
+		if len(s) > MaxOccurredAtLen {
+			add("occurredAt", fmt.Sprintf("must be at most %d characters long", MaxOccurredAtLen))
+		} else if _, err := ParseDateTime(s); err != nil {
 			add("occurredAt", "must be an RFC 3339 date-time, such as 2026-12-02T14:03:00Z")
 		} else {
 			ev.OccurredAt = s
@@ -105,8 +108,14 @@ func Parse(canonical []byte) (Event, error) {
 		add("payload", "is required")
 	case w.Payload.Kind() != '{':
 		add("payload", "must be a JSON object")
+	case depth(w.Payload) > MaxPayloadDepth:
+		add("payload", fmt.Sprintf("must not nest arrays and objects more than %d levels deep", MaxPayloadDepth))
 	default:
-		ev.Payload = w.Payload
+		// Kept as sent, numbers and member order included; only
+		// insignificant white space goes. Compact cannot fail on a value
+		// the decoder has just read.
+		ev.Payload = w.Payload.Clone()
+		_ = ev.Payload.Compact()
 	}
 	if errs != nil {
 		return Event{}, &ValidationError{Fields: errs}
@@ -177,27 +186,7 @@ func (ev Event) Listing() Listed {
 	return Listed{Created: ev.created(), Payload: ev.Payload}
 }
 
-// SortKey is where ev sits in a user's receive order: the fixed-width
-// receive time, then the id to break ties.
-func (ev Event) SortKey() string {
-	return ev.ReceivedAt.UTC().Format(ReceivedAtLayout) + "#" + ev.ID
-}
-
-// ErrBadPosition reports a sort key that this package did not make.
-var ErrBadPosition = errors.New("not an event position")
-
-// ParseSortKey checks a sort key made by SortKey and returns the event id in it.
-func ParseSortKey(key string) (id string, err error) {
-	at, id, ok := strings.Cut(key, "#")
-	if !ok {
-		return "", ErrBadPosition
-	}
-	if _, err := time.Parse(ReceivedAtLayout, at); err != nil {
-		return "", ErrBadPosition
-	}
-	canon, err := idempotency.ParseUUID(id, ErrBadPosition)
-	if err != nil || canon != id {
-		return "", ErrBadPosition
-	}
-	return canon, nil
+// Position is where ev sits in its user's receive order.
+func (ev Event) Position() Position {
+	return Position{ReceivedAt: ev.ReceivedAt, ID: ev.ID}
 }

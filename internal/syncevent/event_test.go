@@ -1,6 +1,7 @@
 package syncevent
 
 import (
+	"encoding/base64"
 	"errors"
 	"testing"
 	"time"
@@ -41,18 +42,25 @@ func TestParseKeepsTheEvent(t *testing.T) {
 	}
 }
 
-func TestSortKeyRoundTrips(t *testing.T) {
+func TestPositionRoundTrips(t *testing.T) {
 	ev := Event{ID: "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31", ReceivedAt: time.Date(2026, 12, 2, 14, 3, 0, 7e6, time.UTC)}
-	if k := ev.SortKey(); k != "2026-12-02T14:03:00.007Z#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31" {
+	pos := ev.Position()
+	if k := pos.SortKey(); k != "2026-12-02T14:03:00.007Z#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31" {
 		t.Fatalf("sort key %s", k)
 	}
-	if id, err := ParseSortKey(ev.SortKey()); err != nil || id != ev.ID {
-		t.Fatalf("ParseSortKey = %s, %v", id, err)
+	if got, err := ParseSortKey(pos.SortKey()); err != nil || got != pos {
+		t.Fatalf("ParseSortKey = %v, %v", got, err)
+	}
+	if got, err := ParseCursor(pos.Cursor()); err != nil || got != pos {
+		t.Fatalf("ParseCursor = %v, %v", got, err)
 	}
 	for _, bad := range []string{"", "#", "2026-12-02T14:03:00.007Z", "yesterday#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31",
 		"2026-12-02T14:03:00.007Z#6F1C2A9E-3B7D-4C1E-9A52-0D8E4F7B6A31", "2026-12-02T14:03:00.007Z#x"} {
 		if _, err := ParseSortKey(bad); !errors.Is(err, ErrBadPosition) {
 			t.Errorf("ParseSortKey(%q) = %v", bad, err)
+		}
+		if _, err := ParseCursor(base64.RawURLEncoding.EncodeToString([]byte(bad))); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("ParseCursor(%q) = %v", bad, err)
 		}
 	}
 }

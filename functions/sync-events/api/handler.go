@@ -2,20 +2,22 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
@@ -39,7 +41,9 @@ const deadlineMargin = 500 * time.Millisecond
 // EventStore is what the handler needs of the events table.
 type EventStore interface {
 	PutNew(ev syncevent.Event) types.TransactWriteItem
-	List(ctx context.Context, userID string, limit int, after string) ([]syncevent.Event, string, error)
+	// After yields userID's events in receive order from after, reading
+	// batch at a time, until the caller stops.
+	After(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error]
 }
 
 // Handler answers the function's API Gateway requests.
@@ -71,7 +75,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	defer func() {
 		if p := recover(); p != nil {
 			out = outcome{result: "error", key: out.key, err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
-			resp = errorResponse(errInternal)
+			resp = errorResponse(errInternal.forMethod(req.RequestContext.HTTP.Method))
 		}
 		out.status = resp.StatusCode
 		h.logRequest(ctx, &req, out, time.Since(start))
@@ -126,15 +130,27 @@ func isMutation(method string) bool {
 	return false
 }
 
-// requestPath is the path without the stage: API Gateway puts a named
-// stage in front of rawPath, the $default stage puts nothing.
+// requestPath is the path the request was for, without what API Gateway
+// put in front of it. A static route that API Gateway matched names the
+// path itself, whatever base path or stage came before it. Otherwise (the
+// catch-all) it is rawPath, less a leading segment equal to the stage where
+// API Gateway adds one: a named stage on the generated execute-api domain.
+// A custom domain adds no stage, so a first segment that happens to equal
+// the stage's name stays.
 func requestPath(req *events.APIGatewayV2HTTPRequest) string {
+	if _, route, ok := strings.Cut(req.RouteKey, " "); ok && !strings.Contains(route, "{") {
+		return route
+	}
 	p := req.RawPath
 	if p == "" {
 		p = req.RequestContext.HTTP.Path
 	}
-	if s := req.RequestContext.Stage; s != "" && s != "$default" {
-		p = strings.TrimPrefix(p, "/"+s)
+	stage := req.RequestContext.Stage
+	if stage == "" || stage == "$default" || !strings.Contains(req.RequestContext.DomainName, ".execute-api.") {
+		return p
+	}
+	if rest, ok := strings.CutPrefix(p, "/"+stage); ok && (rest == "" || rest[0] == '/') {
+		return rest
 	}
 	return p
 }
@@ -150,7 +166,7 @@ func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest,
 	mreq := idempotency.Request{UserID: user, Key: key, Method: http.MethodPost, Route: EventsPath, CanonicalBody: canonical}
 	res, err := h.ledger.Do(ctx, mreq, h.storeEvent(ev))
 	if err != nil {
-		return failed(err, key)
+		return failed(err, key, req)
 	}
 	resp := jsonResponse(res.StatusCode, res.Body)
 	if res.Replayed() {
@@ -171,7 +187,9 @@ func (h *Handler) parseEvent(req *events.APIGatewayV2HTTPRequest) (syncevent.Eve
 	if e != nil {
 		return syncevent.Event{}, nil, e
 	}
-	ev, err := syncevent.Parse(canonical)
+	// The event is read from the body as sent: the canonical form is only
+	// for the hash, and storing it would change the client's numbers.
+	ev, err := syncevent.Parse(b)
 	if err != nil {
 		var ve *syncevent.ValidationError
 		if errors.As(err, &ve) {
@@ -200,12 +218,6 @@ func (h *Handler) storeEvent(ev syncevent.Event) idempotency.Executor {
 	}
 }
 
-// page is the body of GET.
-type page struct {
-	Events     []syncevent.Listed `json:"events"`
-	NextCursor *string            `json:"nextCursor"`
-}
-
 func (h *Handler) list(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
 	user, apiErr := userID(req)
 	if apiErr != nil {
@@ -215,48 +227,43 @@ func (h *Handler) list(ctx context.Context, req *events.APIGatewayV2HTTPRequest)
 	if apiErr != nil {
 		return rejected(apiErr)
 	}
-	evs, next, err := h.events.List(ctx, user, limit, after)
-	if errors.Is(err, syncevent.ErrBadPosition) {
-		return rejected(badCursor)
+	p := newPage(limit, MaxPageResponseBytes)
+	more := false
+	// One more than the page holds is read, so that the last page is
+	// known to be last.
+	for ev, err := range h.events.After(ctx, user, after, limit+1) {
+		if err != nil {
+			return failed(err, "", req)
+		}
+		added, err := p.add(ev)
+		if err != nil {
+			return failed(err, "", req)
+		}
+		if !added {
+			more = true
+			break
+		}
 	}
-	if err != nil {
-		return failed(err, "")
-	}
-	p := page{Events: make([]syncevent.Listed, len(evs))}
-	for i, ev := range evs {
-		p.Events[i] = ev.Listing()
-	}
-	if next != "" {
-		c := base64.RawURLEncoding.EncodeToString([]byte(next))
-		p.NextCursor = &c
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return failed(err, "")
-	}
-	return jsonResponse(http.StatusOK, b), outcome{result: "read"}
+	return jsonResponse(http.StatusOK, p.finish(more)), outcome{result: "read"}
 }
 
 var badCursor = validation("cursor is not a cursor this API returned", map[string]string{"field": "cursor"})
 
-func pageParams(q map[string]string) (limit int, after string, _ *Error) {
+func pageParams(q map[string]string) (limit int, after syncevent.Position, _ *Error) {
 	limit = DefaultPageSize
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, "", validation(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), map[string]string{"field": "limit"})
+			return 0, after, validation(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), map[string]string{"field": "limit"})
 		}
 		limit = n
 	}
 	if v, ok := q["cursor"]; ok {
-		raw, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || v == "" {
-			return 0, "", badCursor
+		pos, err := syncevent.ParseCursor(v)
+		if err != nil {
+			return 0, after, badCursor
 		}
-		if _, err := syncevent.ParseSortKey(string(raw)); err != nil {
-			return 0, "", badCursor
-		}
-		after = string(raw)
+		after = pos
 	}
 	return limit, after, nil
 }
@@ -266,16 +273,20 @@ func rejected(e *Error) (events.APIGatewayV2HTTPResponse, outcome) {
 }
 
 // failed maps an infrastructure or limit failure to its answer. None of
-// them leaves anything written, so each is safe to retry with the same key.
-func failed(err error, key string) (events.APIGatewayV2HTTPResponse, outcome) {
-	e := errInternal
+// them leaves anything written, so each is safe to retry with the same key,
+// except where the answer says retrying will not help.
+func failed(err error, key string, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
+	method := req.RequestContext.HTTP.Method
+	e := errInternal.forMethod(method)
 	switch {
 	case errors.Is(err, idempotency.ErrTooLarge):
-		e = errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
+		e = newError(CodePayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
+	case errors.Is(err, ddb.ErrItemCollectionFull):
+		e = errStorageFull
 	case errors.Is(err, idempotency.ErrBusy):
 		e = errBusy
 	case ddb.IsTransient(err):
-		e = errUnavailable
+		e = errUnavailable.forMethod(method)
 	}
 	return errorResponse(e), outcome{result: "error", key: key, err: err}
 }
@@ -303,7 +314,7 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 	attrs := []slog.Attr{
 		slog.String("request_id", lambdaRequestID(ctx, req)),
 		slog.String("method", req.RequestContext.HTTP.Method),
-		slog.String("path", requestPath(req)),
+		slog.String("path", loggedPath(req)),
 		slog.Int("status", out.status),
 		slog.String("idempotency_outcome", out.result),
 		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
@@ -313,13 +324,42 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 	}
 	level := slog.LevelInfo
 	if out.err != nil {
-		attrs = append(attrs, slog.String("error", out.err.Error()))
+		attrs = append(attrs, slog.String("error", loggableError(out.err)))
 		level = slog.LevelError
 		if out.status == http.StatusServiceUnavailable {
 			level = slog.LevelWarn
 		}
 	}
 	h.log.LogAttrs(ctx, level, "request", attrs...)
+}
+
+// maxLoggedPath bounds the path in a log line: a path is the client's text,
+// and a refused one can be anything.
+const maxLoggedPath = 128
+
+// loggedPath is the request's path for the log, cut to maxLoggedPath bytes.
+func loggedPath(req *events.APIGatewayV2HTTPRequest) string {
+	p := requestPath(req)
+	if len(p) <= maxLoggedPath {
+		return p
+	}
+	cut := maxLoggedPath
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return p[:cut] + "..."
+}
+
+// loggableError is err's text, unless err comes from encoding or decoding
+// JSON: such errors quote JSON pointers built from member names, and
+// values, of the client's data, so only the fact is logged.
+func loggableError(err error) string {
+	var semantic *json.SemanticError
+	var syntactic *jsontext.SyntacticError
+	if errors.As(err, &semantic) || errors.As(err, &syntactic) {
+		return "JSON encoding or decoding failed (detail withheld: it can quote the payload)"
+	}
+	return err.Error()
 }
 
 func lambdaRequestID(ctx context.Context, req *events.APIGatewayV2HTTPRequest) string {

@@ -71,6 +71,7 @@ func apiRequest(method, user, key, body string) events.APIGatewayV2HTTPRequest {
 		Headers: map[string]string{"content-type": "application/json", "user-agent": "sync-client/1.0"},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RequestID: uuid.NewString(), Stage: "$default", RouteKey: "$default",
+			DomainName: "abc123def4.execute-api.eu-west-1.amazonaws.com", DomainPrefix: "abc123def4",
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: EventsPath, Protocol: "HTTP/1.1"},
 		},
 	}

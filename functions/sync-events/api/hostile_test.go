@@ -160,6 +160,11 @@ func hostileCases() []hostileCase {
 		{"DELETE", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "DELETE" }, 405, CodeMethodNotAllowed},
 		{"OPTIONS", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "OPTIONS" }, 405, CodeMethodNotAllowed},
 		{"lowercase method", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "post" }, 405, CodeMethodNotAllowed},
+		// Noncharacters (RFC 7493 section 2.1): escaped, raw, in a member name.
+		{"noncharacter U+FFFF escaped", setField("payload", `{"a":"\uffff"}`), 400, v},
+		{"noncharacter U+FDD0 raw", setField("payload", "{\"a\":\"\uFDD0\"}"), 400, v},
+		{"noncharacter U+1FFFE in a name", setField("payload", `{"\ud83f\udffe":1}`), 400, v},
+		{"noncharacter in the type", setField("type", `"t\ufffe"`), 400, v},
 		{"named stage prefix", func(r *events.APIGatewayV2HTTPRequest) {
 			r.RequestContext.Stage = "prod"
 			r.RawPath = "/prod" + EventsPath

@@ -4,11 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"mime"
-	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
@@ -26,14 +27,24 @@ func headerValues(req *events.APIGatewayV2HTTPRequest, name string) []string {
 }
 
 // userID is the verified caller: the sub claim the JWT authorizer put in
-// the request context. Nothing the client sends can set it.
+// the request context. Nothing the client sends can set it. Both tables
+// are partitioned by it, so a sub that DynamoDB could not store as a
+// partition key (over 2048 bytes, or not UTF-8) is refused here, before
+// anything is sent, rather than failing as a 500 in the middle.
 func userID(req *events.APIGatewayV2HTTPRequest) (string, *Error) {
 	a := req.RequestContext.Authorizer
 	if a == nil || a.JWT == nil || strings.TrimSpace(a.JWT.Claims["sub"]) == "" {
 		return "", errUnauthorized
 	}
-	return a.JWT.Claims["sub"], nil
+	sub := a.JWT.Claims["sub"]
+	if len(sub) > ddb.MaxPartitionKeyBytes || !utf8.ValidString(sub) {
+		return "", errCallerIDUnsupported
+	}
+	return sub, nil
 }
+
+var errCallerIDUnsupported = newError(CodeCallerIDUnsupported,
+	fmt.Sprintf("The token's sub claim is not a user id this service can store (at most %d bytes of UTF-8)", ddb.MaxPartitionKeyBytes))
 
 func idempotencyKey(req *events.APIGatewayV2HTTPRequest) (string, *Error) {
 	key, err := idempotency.ParseKey(headerValues(req, idempotency.HeaderName))
@@ -49,14 +60,14 @@ func idempotencyKey(req *events.APIGatewayV2HTTPRequest) (string, *Error) {
 func checkContentType(req *events.APIGatewayV2HTTPRequest) *Error {
 	vs := headerValues(req, "Content-Type")
 	if len(vs) != 1 {
-		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Content-Type must be application/json")
+		return newError(CodeUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	mt, params, err := mime.ParseMediaType(vs[0])
 	if err != nil || mt != "application/json" {
-		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Content-Type must be application/json")
+		return newError(CodeUnsupportedMediaType, "Content-Type must be application/json")
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Content-Type charset must be utf-8")
+		return newError(CodeUnsupportedMediaType, "Content-Type charset must be utf-8")
 	}
 	return nil
 }
@@ -64,8 +75,7 @@ func checkContentType(req *events.APIGatewayV2HTTPRequest) *Error {
 // body is the request body as sent, base64-decoded if API Gateway encoded
 // it, and no longer than limit.
 func body(req *events.APIGatewayV2HTTPRequest, limit int) ([]byte, *Error) {
-	tooLarge := errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
-		fmt.Sprintf("Request body exceeds %d bytes", limit))
+	tooLarge := newError(CodePayloadTooLarge, fmt.Sprintf("Request body exceeds %d bytes", limit))
 	var b []byte
 	if req.IsBase64Encoded {
 		if len(req.Body) > base64.StdEncoding.EncodedLen(limit) {
