@@ -52,6 +52,7 @@ FUZZTIME ?= 15s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) ./internal/idempotency
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME) ./functions/sync-events/api
+	$(GO) test -run '^$$' -fuzz '^FuzzPushThenPull$$' -fuzztime $(FUZZTIME) ./functions/sync-events/api
 
 ## bench: the benchmarks, BENCHCOUNT runs each, summarised by benchstat (medians, with spread)
 BENCHCOUNT ?= 6

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
@@ -109,5 +111,83 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 	fn.Stop() // and wait for its output to be copied
 	if !strings.Contains(logs.String(), `"idempotency_outcome":"replayed"`) {
 		t.Errorf("the function's logs have no replay line:\n%s", logs.String())
+	}
+}
+
+// TestFullPagesUnderTheRuntimeEmulator stores 28 events of 250 KB, every
+// byte of their payload a character that the Lambda response escapes
+// again, and pages through them with the default limit under the real
+// runtime: each page must come back (the emulator refuses an answer over
+// 6 MiB, and the runtime exits), and together they hold all 28.
+func TestFullPagesUnderTheRuntimeEmulator(t *testing.T) {
+	bootstrap, emulator := buildBinaries(t)
+	b := ddbtest.Start(t)
+	fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: io.Discard, Env: []string{
+		config.EnvEndpoint + "=" + b.Endpoint,
+		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
+		config.EnvEventsTable + "=" + b.Tables.Events,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fn.Stop()
+	invoke := func(file string, change func(*events.APIGatewayV2HTTPRequest)) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		var req events.APIGatewayV2HTTPRequest
+		raw, err := os.ReadFile("../../events/" + file)
+		if err == nil {
+			err = json.Unmarshal(raw, &req)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(&req)
+		event, _ := json.Marshal(req)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := fn.Invoke(ctx, event)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var resp events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode == 0 {
+			t.Fatalf("%s: not an HTTP answer: %.300s", file, out)
+		}
+		return resp
+	}
+	const n = 28
+	for range n {
+		resp := invoke("post-fresh.json", func(r *events.APIGatewayV2HTTPRequest) {
+			r.Headers["idempotency-key"] = uuid.NewString()
+			r.Body = `{"id":"` + uuid.NewString() + `","type":"t","occurredAt":"2026-12-02T14:03:00Z","payload":{"s":"` +
+				strings.Repeat(`\"`, 125_000) + `"}}`
+		})
+		if resp.StatusCode != 201 {
+			t.Fatalf("POST: %d %.300s", resp.StatusCode, resp.Body)
+		}
+	}
+	seen, pages := 0, 0
+	var cursor *string
+	for {
+		resp := invoke("get-page.json", func(r *events.APIGatewayV2HTTPRequest) {
+			r.QueryStringParameters, r.RawQueryString = map[string]string{}, ""
+			if cursor != nil {
+				r.QueryStringParameters["cursor"] = *cursor
+			}
+		})
+		var page struct {
+			Events     []json.RawMessage
+			NextCursor *string
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET: %d %.300s", resp.StatusCode, resp.Body)
+		}
+		seen, pages, cursor = seen+len(page.Events), pages+1, page.NextCursor
+		if cursor == nil {
+			break
+		}
+	}
+	if seen != n || pages < 2 {
+		t.Fatalf("%d events on %d pages, want %d on several", seen, pages, n)
 	}
 }

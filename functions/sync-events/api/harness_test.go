@@ -42,6 +42,26 @@ func newHarness(t testing.TB) *harness {
 	return hs
 }
 
+// forTest is hs for one fuzz execution: the same handler and backend,
+// failing t (its logs stay with hs).
+func (hs *harness) forTest(t testing.TB) *harness {
+	return &harness{t: t, b: hs.b, h: hs.h, ledger: hs.ledger}
+}
+
+// forget deletes one event and its ledger record from the tables.
+func (hs *harness) forget(user, key, eventID string) {
+	hs.t.Helper()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	for table, k := range map[string]map[string]types.AttributeValue{
+		hs.b.Tables.Events: {"user_id": s(user), "event_id": s(eventID)},
+		hs.b.Tables.Ledger: {"user_id": s(user), "key": s(key)},
+	} {
+		if _, err := hs.b.Client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: k}); err != nil {
+			hs.t.Fatalf("delete from %s: %v", table, err)
+		}
+	}
+}
+
 type syncWriter struct {
 	mu *sync.Mutex
 	w  *bytes.Buffer
