@@ -27,15 +27,10 @@ type Response struct {
 }
 
 // Execution is what an executor decides, without writing anything: the
-// answer, the business writes that must commit with it, and the answer to
-// give instead if the condition of one of those writes fails.
+// answer, and the business writes that must commit with it.
 type Execution struct {
 	Response
 	Writes []types.TransactWriteItem
-	// OnWriteConditionFailed answers when write i's own condition fails (an
-	// event id that is already stored, say). That answer is not recorded:
-	// the transaction left nothing behind.
-	OnWriteConditionFailed func(i int) Response
 }
 
 // Executor computes a mutation. It is called at most once per request, and
@@ -50,22 +45,22 @@ type Outcome string
 const (
 	Executed          Outcome = "executed"           // writes and record committed
 	Replayed          Outcome = "replayed"           // known key, same request
-	KeyReused         Outcome = "key_reused"         // known key, other body, method or route
-	WriteRejected     Outcome = "write_rejected"     // a business condition failed; nothing recorded
+	KeyReused         Outcome = "key_reused"         // known key, other body, method or route; no Response
+	WriteRejected     Outcome = "write_rejected"     // a business write's condition failed; no Response, nothing recorded
 	ConflictExhausted Outcome = "conflict_exhausted" // still conflicting after every retry
 )
 
-// Result is the flow's answer.
+// Result is how the flow answered. Response is set for Executed and
+// Replayed; for KeyReused and WriteRejected the caller words the answer,
+// and FailedWrite is the index in Execution.Writes whose condition failed.
 type Result struct {
 	Response
-	Outcome Outcome
+	Outcome     Outcome
+	FailedWrite int
 }
 
 // Replayed reports whether the answer is a stored one.
 func (r Result) Replayed() bool { return r.Outcome == Replayed }
-
-// KeyReusedBody is the 409 body for a key sent again with another request.
-var KeyReusedBody = []byte(`{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`)
 
 // ErrBusy reports that concurrent requests with the same key kept the
 // transaction from committing; the client should retry.
@@ -140,8 +135,8 @@ func (l *Ledger) commit(ctx context.Context, rec Record, exec Execution) (res Re
 		return Result{Response: exec.Response, Outcome: Executed}, false, nil
 	case errors.As(err, &exists):
 		return l.resolveKnown(ctx, rec, exists.Existing)
-	case errors.As(err, &writeFailed) && exec.OnWriteConditionFailed != nil:
-		return Result{Response: exec.OnWriteConditionFailed(writeFailed.Index), Outcome: WriteRejected}, false, nil
+	case errors.As(err, &writeFailed):
+		return Result{Outcome: WriteRejected, FailedWrite: writeFailed.Index}, false, nil
 	case errors.Is(err, ErrTransactionConflict):
 		return Result{}, true, nil
 	default:
@@ -164,7 +159,7 @@ func (l *Ledger) resolveKnown(ctx context.Context, rec Record, existing *Record)
 		existing = &got
 	}
 	if existing.PayloadHash != rec.PayloadHash || existing.Method != rec.Method || existing.Route != rec.Route {
-		return Result{Response: Response{StatusCode: 409, Body: KeyReusedBody}, Outcome: KeyReused}, false, nil
+		return Result{Outcome: KeyReused}, false, nil
 	}
 	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Outcome: Replayed}, false, nil
 }

@@ -83,14 +83,16 @@ func TestFreshPostThenReplay(t *testing.T) {
 	}
 }
 
+// seedKeyReusedBody is the seed's 409 for a reused key, byte for byte.
+const seedKeyReusedBody = `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`
+
 func TestSameKeyOtherBodyIsTheSeedsExact409(t *testing.T) {
 	hs := newHarness(t)
 	key := uuid.NewString()
 	wantResponse(t, hs.post("alice", key, eventBody(t, uuid.NewString())), 201, "")
 	resp := hs.post("alice", key, eventBody(t, uuid.NewString()))
-	const want = `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`
-	if resp.StatusCode != 409 || resp.Body != want {
-		t.Fatalf("got %d %s\nwant 409 %s", resp.StatusCode, resp.Body, want)
+	if resp.StatusCode != 409 || resp.Body != seedKeyReusedBody {
+		t.Fatalf("got %d %s\nwant 409 %s", resp.StatusCode, resp.Body, seedKeyReusedBody)
 	}
 	if n := len(hs.stored()["alice"]); n != 1 {
 		t.Fatalf("%d events stored, want 1", n)

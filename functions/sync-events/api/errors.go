@@ -1,10 +1,14 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
 // Error codes of the API: the closed list a client can branch on.
@@ -83,7 +87,10 @@ var (
 	errUnauthorized = newError(CodeUnauthorized, "Authentication required: no user id in the verified token claims")
 	errNotFound     = newError(CodeNotFound, "No such route")
 	errBusy         = unavailable("Another request with this Idempotency-Key is in progress; retry with the same key")
-	errStorageFull  = newError(CodeStorageFull, "This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
+	// The seed's 409 for a reused key, byte for byte.
+	errKeyReused   = newError(CodeKeyReused, "Idempotency key already used with a different payload")
+	errEventExists = newError(CodeEventAlreadyExists, "An event with this id is already stored")
+	errStorageFull = newError(CodeStorageFull, "This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
 )
 
 // failure is a failed request's answer, worded for what the request was:
@@ -107,6 +114,23 @@ func (f failure) forMethod(method string) *Error {
 		return f.mutation
 	}
 	return f.read
+}
+
+// failureAnswer maps a failure after the input was accepted to its answer.
+// None of them leaves anything written, so each is safe to retry with the
+// same key, except where the answer says retrying will not help.
+func failureAnswer(err error, method string) *Error {
+	switch {
+	case errors.Is(err, idempotency.ErrTooLarge):
+		return newError(CodePayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
+	case errors.Is(err, ddb.ErrItemCollectionFull):
+		return errStorageFull
+	case errors.Is(err, idempotency.ErrBusy):
+		return errBusy
+	case ddb.IsTransient(err):
+		return errUnavailable.forMethod(method)
+	}
+	return errInternal.forMethod(method)
 }
 
 // body is the error's JSON.

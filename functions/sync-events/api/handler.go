@@ -19,7 +19,6 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -168,11 +167,18 @@ func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest,
 	if err != nil {
 		return failed(err, key, req)
 	}
+	out := outcome{result: string(res.Outcome), key: key}
+	switch res.Outcome {
+	case idempotency.KeyReused:
+		return errorResponse(errKeyReused), out
+	case idempotency.WriteRejected: // the one write: the event's id is taken
+		return errorResponse(errEventExists), out
+	}
 	resp := jsonResponse(res.StatusCode, res.Body)
 	if res.Replayed() {
 		resp.Headers["Idempotent-Replayed"] = "true"
 	}
-	return resp, outcome{result: string(res.Outcome), key: key}
+	return resp, out
 }
 
 func (h *Handler) parseEvent(req *events.APIGatewayV2HTTPRequest) (syncevent.Event, []byte, *Error) {
@@ -200,20 +206,14 @@ func (h *Handler) parseEvent(req *events.APIGatewayV2HTTPRequest) (syncevent.Eve
 	return ev, canonical, nil
 }
 
-var eventExists = idempotency.Response{
-	StatusCode: http.StatusConflict,
-	Body:       (&Error{Code: CodeEventAlreadyExists, Message: "An event with this id is already stored"}).body(),
-}
-
 // storeEvent is the executor of POST: the event, stamped with the time the
 // server received it, and its write, which must be its id's first.
 func (h *Handler) storeEvent(ev syncevent.Event) idempotency.Executor {
 	return func(_ context.Context, now time.Time) (idempotency.Execution, error) {
 		ev.ReceivedAt = now.Truncate(time.Millisecond)
 		return idempotency.Execution{
-			Response:               idempotency.Response{StatusCode: http.StatusCreated, Body: ev.CreatedBody()},
-			Writes:                 []types.TransactWriteItem{h.events.PutNew(ev)},
-			OnWriteConditionFailed: func(int) idempotency.Response { return eventExists },
+			Response: idempotency.Response{StatusCode: http.StatusCreated, Body: ev.CreatedBody()},
+			Writes:   []types.TransactWriteItem{h.events.PutNew(ev)},
 		}, nil
 	}
 }
@@ -272,23 +272,9 @@ func rejected(e *Error) (events.APIGatewayV2HTTPResponse, outcome) {
 	return errorResponse(e), outcome{result: "rejected"}
 }
 
-// failed maps an infrastructure or limit failure to its answer. None of
-// them leaves anything written, so each is safe to retry with the same key,
-// except where the answer says retrying will not help.
+// failed answers a request that failed after its input was accepted.
 func failed(err error, key string, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := req.RequestContext.HTTP.Method
-	e := errInternal.forMethod(method)
-	switch {
-	case errors.Is(err, idempotency.ErrTooLarge):
-		e = newError(CodePayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
-	case errors.Is(err, ddb.ErrItemCollectionFull):
-		e = errStorageFull
-	case errors.Is(err, idempotency.ErrBusy):
-		e = errBusy
-	case ddb.IsTransient(err):
-		e = errUnavailable.forMethod(method)
-	}
-	return errorResponse(e), outcome{result: "error", key: key, err: err}
+	return errorResponse(failureAnswer(err, req.RequestContext.HTTP.Method)), outcome{result: "error", key: key, err: err}
 }
 
 func errorResponse(e *Error) events.APIGatewayV2HTTPResponse {

@@ -122,7 +122,7 @@ func (hs *harness) checkInvariants(rec *recorder) {
 			t.Errorf("key %s of %s: its winning body was answered %d %s", x.key, x.user, x.status, x.body)
 		case x.hash != won && x.status == 201:
 			t.Errorf("key %s of %s: a body that did not win it got a 201", x.key, x.user)
-		case x.code == CodeKeyReused && x.body != string(idempotency.KeyReusedBody):
+		case x.code == CodeKeyReused && x.body != seedKeyReusedBody:
 			t.Errorf("key %s of %s: 409 body %s is not the seed's", x.key, x.user, x.body)
 		case x.hash != won && x.code != CodeKeyReused && x.code != CodeEventAlreadyExists:
 			t.Errorf("key %s of %s: a losing body got %d %s", x.key, x.user, x.status, x.body)

@@ -381,7 +381,7 @@ func TestLargestAnswersReplayByteForByte(t *testing.T) {
 	other := e
 	other.Payload = `{"other":true}`
 	conflict := hs.post("largest", key, other.body())
-	if conflict.StatusCode != 409 || conflict.Body != `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}` {
+	if conflict.StatusCode != 409 || conflict.Body != seedKeyReusedBody {
 		t.Fatalf("409 %s", conflict.Body)
 	}
 	wantListed(t, hs.walk("largest", 1), []sentEvent{e})
