@@ -48,7 +48,7 @@ func run(log *slog.Logger) error {
 	if local.Embedded {
 		backend = "embedded"
 	}
-	h, err := api.NewFromConfig(ctx, cfg, ddb.ClientOptions{}, log)
+	h, err := api.NewFromConfig(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
-	"github.com/sync-events/sync-events/internal/ddb"
 )
 
 func main() {
@@ -22,7 +21,7 @@ func main() {
 		os.Exit(1)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	h, err := api.NewFromConfig(context.Background(), cfg, ddb.ClientOptions{}, log)
+	h, err := api.NewFromConfig(context.Background(), cfg, log)
 	if err != nil {
 		log.Error("start-up failed", "error", err.Error())
 		os.Exit(1)

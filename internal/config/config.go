@@ -57,13 +57,18 @@ const (
 	MaxMaxBodyBytes = 350 << 10
 )
 
+// Defaults is the configuration with every default and no table names.
+func Defaults() Config {
+	return Config{Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo}
+}
+
 // DynamoDB's rule for table names.
 var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
 // Load reads the configuration through getenv (os.Getenv in production).
 // All problems are reported together.
 func Load(getenv func(string) string) (Config, error) {
-	c := Config{Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo}
+	c := Defaults()
 	var errs []error
 	fail := func(name, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{name}, args...)...))

@@ -13,10 +13,8 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
-	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/devserver"
-	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
 func token(claims string) string {
@@ -27,8 +25,9 @@ func token(claims string) string {
 // in, the API Gateway event the function gets, the answer back out.
 func TestDevServerServesTheRealHandler(t *testing.T) {
 	b := ddbtest.Start(t)
-	ledger := idempotency.NewLedger(ddb.NewStore(b.Client, b.Tables.Ledger), config.DefaultRetention)
-	h := api.New(ledger, ddb.NewEvents(b.Client, b.Tables.Events), config.DefaultMaxBodyBytes, slog.New(slog.DiscardHandler))
+	cfg := config.Defaults()
+	cfg.IdempotencyTable, cfg.EventsTable = b.Tables.Ledger, b.Tables.Events
+	h := api.Wire(b.Client, cfg, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(devserver.Handler(h.Handle))
 	defer srv.Close()
 

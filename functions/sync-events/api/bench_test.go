@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -56,8 +55,7 @@ func benchClient(b *testing.B, transport http.RoundTripper) *dynamodb.Client {
 func benchHandler(b *testing.B, transport http.RoundTripper) *Handler {
 	b.Helper()
 	client := benchClient(b, transport)
-	ledger := idempotency.NewLedger(ddb.NewStore(client, "ledger"), config.DefaultRetention)
-	return New(ledger, ddb.NewEvents(client, "events"), config.DefaultMaxBodyBytes, slog.New(slog.DiscardHandler))
+	return Wire(client, tablesConfig(ddb.TableNames{Ledger: "ledger", Events: "events"}), slog.New(slog.DiscardHandler))
 }
 
 // oneKBEvent is a POST of about 1 KB, as API Gateway delivers it.

@@ -53,11 +53,6 @@ type Handler struct {
 	log          *slog.Logger
 }
 
-// New returns a Handler; log receives one line per request.
-func New(ledger *idempotency.Ledger, events EventStore, maxBodyBytes int, log *slog.Logger) *Handler {
-	return &Handler{ledger: ledger, events: events, maxBodyBytes: maxBodyBytes, log: log}
-}
-
 // outcome is what a request came to, for the log line.
 type outcome struct {
 	status int

@@ -20,7 +20,6 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
 // harness is the real handler on a real DynamoDB-compatible backend.
@@ -28,7 +27,6 @@ type harness struct {
 	t      testing.TB
 	b      *ddbtest.Backend
 	h      *Handler
-	ledger *idempotency.Ledger
 	logMu  sync.Mutex
 	logs   bytes.Buffer
 }
@@ -36,16 +34,15 @@ type harness struct {
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	hs := &harness{t: t, b: ddbtest.Start(t)}
-	hs.ledger = idempotency.NewLedger(ddb.NewStore(hs.b.Client, hs.b.Tables.Ledger), config.DefaultRetention)
 	log := slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil))
-	hs.h = New(hs.ledger, ddb.NewEvents(hs.b.Client, hs.b.Tables.Events), config.DefaultMaxBodyBytes, log)
+	hs.h = Wire(hs.b.Client, tablesConfig(hs.b.Tables), log)
 	return hs
 }
 
 // forTest is hs for one fuzz execution: the same handler and backend,
 // failing t (its logs stay with hs).
 func (hs *harness) forTest(t testing.TB) *harness {
-	return &harness{t: t, b: hs.b, h: hs.h, ledger: hs.ledger}
+	return &harness{t: t, b: hs.b, h: hs.h}
 }
 
 // forget deletes one event and its ledger record from the tables.
@@ -60,6 +57,13 @@ func (hs *harness) forget(user, key, eventID string) {
 			hs.t.Fatalf("delete from %s: %v", table, err)
 		}
 	}
+}
+
+// tablesConfig is the default configuration on the given tables.
+func tablesConfig(tables ddb.TableNames) config.Config {
+	cfg := config.Defaults()
+	cfg.IdempotencyTable, cfg.EventsTable = tables.Ledger, tables.Events
+	return cfg
 }
 
 type syncWriter struct {

@@ -4,21 +4,31 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
-// NewFromConfig wires the handler from cfg: the DynamoDB client (opts may
-// replace its HTTP client), the ledger and the events table.
-func NewFromConfig(ctx context.Context, cfg config.Config, opts ddb.ClientOptions, log *slog.Logger) (*Handler, error) {
-	opts.Endpoint = cfg.Endpoint
-	// Local endpoints accept any signature; AWS never sees these.
-	opts.LocalCredentials = cfg.Endpoint != ""
-	client, err := ddb.NewClient(ctx, opts)
+// NewFromConfig builds the DynamoDB client from cfg, once per execution
+// environment, and wires the handler on it.
+func NewFromConfig(ctx context.Context, cfg config.Config, log *slog.Logger) (*Handler, error) {
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{
+		Endpoint: cfg.Endpoint,
+		// Local endpoints accept any signature; AWS never sees these.
+		LocalCredentials: cfg.Endpoint != "",
+	})
 	if err != nil {
 		return nil, err
 	}
+	return Wire(client, cfg, log), nil
+}
+
+// Wire is the one place the handler is put together: the ledger table's
+// store, the exactly-once flow over it, and the events table, on client.
+// The Lambda, make run and every test use it.
+func Wire(client *dynamodb.Client, cfg config.Config, log *slog.Logger) *Handler {
 	ledger := idempotency.NewLedger(ddb.NewStore(client, cfg.IdempotencyTable), cfg.Retention)
-	return New(ledger, ddb.NewEvents(client, cfg.EventsTable), cfg.MaxBodyBytes, log), nil
+	return &Handler{ledger: ledger, events: ddb.NewEvents(client, cfg.EventsTable), maxBodyBytes: cfg.MaxBodyBytes, log: log}
 }
