@@ -24,11 +24,11 @@ import (
 
 // harness is the real handler on a real DynamoDB-compatible backend.
 type harness struct {
-	t      testing.TB
-	b      *ddbtest.Backend
-	h      *Handler
-	logMu  sync.Mutex
-	logs   bytes.Buffer
+	t     testing.TB
+	b     *ddbtest.Backend
+	h     *Handler
+	logMu sync.Mutex
+	logs  bytes.Buffer
 }
 
 func newHarness(t testing.TB) *harness {
