@@ -4,15 +4,10 @@
 // requests and time and talks to loopback addresses only.
 //
 //	loadgen -url http://127.0.0.1:3000 -clients 16 -requests 5000 -users 20 -mix fresh=70,replay=20,conflict=10
-//
-// With -rie the URL is an aws-lambda-rie invoke endpoint and each request is
-// sent as the API Gateway event the function would get.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,13 +21,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/google/uuid"
+	"github.com/sync-events/sync-events/internal/devserver"
 )
 
 type options struct {
 	url                string
-	rie                bool
 	clients, requests  int
 	users              int
 	duration           time.Duration
@@ -42,8 +35,7 @@ type options struct {
 func main() {
 	var o options
 	var mix string
-	flag.StringVar(&o.url, "url", "http://127.0.0.1:3000", "the API (make run), or with -rie the emulator's invoke URL")
-	flag.BoolVar(&o.rie, "rie", false, "send API Gateway events to an aws-lambda-rie invoke endpoint")
+	flag.StringVar(&o.url, "url", "http://127.0.0.1:3000", "the API (make run)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent clients")
 	flag.IntVar(&o.requests, "requests", 5000, "requests in all (at most 1 000 000)")
 	flag.IntVar(&o.users, "users", 20, "distinct users")
@@ -127,16 +119,13 @@ type answer struct {
 	body     string
 }
 
-// client sends API requests, over HTTP or as Lambda events.
+// client sends API requests over HTTP.
 type client struct {
 	o    options
 	http *http.Client
 }
 
 func (c *client) do(ctx context.Context, method, user, key, query, body string) (answer, error) {
-	if c.o.rie {
-		return c.invoke(ctx, method, user, key, query, body)
-	}
 	target := strings.TrimRight(c.o.url, "/") + "/api/v1/sync/events"
 	if query != "" {
 		target += "?" + query
@@ -145,7 +134,7 @@ func (c *client) do(ctx context.Context, method, user, key, query, body string) 
 	if err != nil {
 		return answer{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+unsignedToken(user))
+	req.Header.Set("Authorization", "Bearer "+devserver.UnsignedToken(map[string]any{"sub": user}))
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
@@ -159,53 +148,8 @@ func (c *client) do(ctx context.Context, method, user, key, query, body string) 
 	return parse(resp.StatusCode, resp.Header.Get("Idempotent-Replayed") == "true", string(b)), err
 }
 
-func (c *client) invoke(ctx context.Context, method, user, key, query, body string) (answer, error) {
-	ev := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: "$default", RawPath: "/api/v1/sync/events", RawQueryString: query, Body: body,
-		Headers: map[string]string{"content-type": "application/json"},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			Stage: "$default", RequestID: uuid.NewString(),
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: "/api/v1/sync/events"},
-			Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-				JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": user}},
-			},
-		},
-	}
-	if key != "" {
-		ev.Headers["idempotency-key"] = key
-	}
-	if q, err := url.ParseQuery(query); err == nil && len(q) > 0 {
-		ev.QueryStringParameters = map[string]string{}
-		for k, v := range q {
-			ev.QueryStringParameters[k] = strings.Join(v, ",")
-		}
-	}
-	payload, _ := json.Marshal(ev)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.o.url, bytes.NewReader(payload))
-	if err != nil {
-		return answer{}, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer resp.Body.Close()
-	var out events.APIGatewayV2HTTPResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return answer{}, fmt.Errorf("invoke answer: %w", err)
-	}
-	return parse(out.StatusCode, out.Headers["Idempotent-Replayed"] == "true", out.Body), nil
-}
-
 func parse(status int, replayed bool, body string) answer {
 	var e struct{ Error string }
 	json.Unmarshal([]byte(body), &e) //nolint:errcheck // success bodies have no error
 	return answer{status: status, code: e.Error, replayed: replayed, body: body}
-}
-
-// unsignedToken is a JWT with only a sub claim, for make run's local
-// stand-in for the authorizer, which does not check signatures.
-func unsignedToken(user string) string {
-	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"` + user + `"}`))
-	return "eyJhbGciOiJub25lIn0." + claims + ".local"
 }

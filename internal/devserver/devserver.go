@@ -138,6 +138,17 @@ func bearerClaims(auth string) map[string]string {
 	return out
 }
 
+// UnsignedToken is a JWT carrying claims and no real signature: what
+// bearerClaims reads, for make run's clients and tests. API Gateway would
+// refuse it.
+func UnsignedToken(claims map[string]any) string {
+	b, err := json.Marshal(claims)
+	if err != nil {
+		panic(err) // claims are plain values
+	}
+	return "eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString(b) + ".unsigned"
+}
+
 func write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
