@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"sort"
 	"strings"
@@ -15,11 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
 // harness is the real handler on a real DynamoDB-compatible backend.
@@ -87,27 +90,28 @@ func eventBody(t testing.TB, id string) string {
 	return strings.ReplaceAll(string(b), "{{ID}}", id)
 }
 
-// apiRequest is an API Gateway HTTP API event as API Gateway sends it:
-// lowercased header names, the JWT authorizer's claims in the context.
+// apiRequest is an API Gateway HTTP API event as API Gateway sends it,
+// built by the one event builder (devserver.Event, what make run uses):
+// lowercased header names, the JWT authorizer's claims in the context, the
+// generated execute-api domain. method and body are set as given, whatever
+// they are, so that hostile and fuzzed values reach the handler unchanged.
 func apiRequest(method, user, key, body string) events.APIGatewayV2HTTPRequest {
-	req := events.APIGatewayV2HTTPRequest{
-		Version: "2.0", RouteKey: "$default", RawPath: EventsPath, Body: body,
-		Headers: map[string]string{"content-type": "application/json", "user-agent": "sync-client/1.0"},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RequestID: uuid.NewString(), Stage: "$default", RouteKey: "$default",
-			DomainName: "abc123def4.execute-api.eu-west-1.amazonaws.com", DomainPrefix: "abc123def4",
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: method, Path: EventsPath, Protocol: "HTTP/1.1"},
-		},
-	}
+	r := httptest.NewRequest(http.MethodPost, "https://abc123def4.execute-api.eu-west-1.amazonaws.com"+EventsPath, nil)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("User-Agent", "sync-client/1.0")
 	if key != "" {
-		req.Headers["idempotency-key"] = key
+		r.Header.Set(idempotency.HeaderName, key)
 	}
 	if user != "" {
-		req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
-				Claims: map[string]string{"sub": user, "iss": "https://issuer.example", "aud": "sync-app"},
-			},
-		}
+		r.Header.Set("Authorization", "Bearer "+devserver.UnsignedToken(map[string]any{"sub": "", "iss": "https://issuer.example", "aud": "sync-app"}))
+	}
+	req, err := devserver.Event(r)
+	if err != nil {
+		panic(err)
+	}
+	req.Body, req.RequestContext.HTTP.Method = body, method
+	if user != "" {
+		req.RequestContext.Authorizer.JWT.Claims["sub"] = user // as given, even if not UTF-8
 	}
 	return req
 }
