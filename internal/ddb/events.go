@@ -35,7 +35,7 @@ func (e *Events) PutNew(ev syncevent.Event) types.TransactWriteItem {
 			attrReceivedKey: str(ev.Position().SortKey()),
 			attrType:        str(ev.Type),
 			attrOccurredAt:  str(ev.OccurredAt),
-			attrReceivedAt:  str(ev.ReceivedAt.UTC().Format(syncevent.ReceivedAtLayout)),
+			attrReceivedAt:  str(ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout)),
 			attrPayload:     str(string(ev.Payload)),
 		},
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
@@ -101,7 +101,7 @@ func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 			return syncevent.Event{}, fmt.Errorf("event item: %w", err)
 		}
 	}
-	t, err := time.Parse(syncevent.ReceivedAtLayout, received)
+	t, err := time.Parse(syncevent.TimestampLayout, received)
 	if err != nil {
 		return syncevent.Event{}, fmt.Errorf("event item: %s: %w", attrReceivedAt, err)
 	}

@@ -13,23 +13,21 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// Store implements idempotency.Store on the ledger table.
-type Store struct {
+// Ledger is the ledger table: it implements idempotency.Store.
+type Ledger struct {
 	client *dynamodb.Client
 	table  string
 }
 
-var _ idempotency.Store = (*Store)(nil)
+var _ idempotency.Store = (*Ledger)(nil)
 
-// NewStore returns a Store for the ledger table named table.
-func NewStore(client *dynamodb.Client, table string) *Store {
-	return &Store{client: client, table: table}
+// NewLedger returns the Ledger of the ledger table named table.
+func NewLedger(client *dynamodb.Client, table string) *Ledger {
+	return &Ledger{client: client, table: table}
 }
-
-// createdAtLayout is ISO 8601 UTC with milliseconds, as the seed stores it.
-const createdAtLayout = "2006-01-02T15:04:05.000Z"
 
 // ledgerCondition lets the Put through if no record exists or the one there
 // has expired but TTL has not deleted it yet ("key" is a reserved word).
@@ -38,7 +36,7 @@ const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
 // Commit puts the ledger record first and the business writes after it, in
 // one transaction. The order matters on backends (minidyn) that report only
 // the first failed condition: a known key must be recognised as such.
-func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
+func (s *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName:                           aws.String(s.table),
@@ -104,7 +102,7 @@ func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
 
 // Get reads a record with strong consistency: it may have been written a
 // moment ago by a concurrent request.
-func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+func (s *Ledger) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
 		Key:            map[string]types.AttributeValue{attrUserID: str(userID), attrKey: str(key)},
@@ -130,7 +128,7 @@ func recordItem(rec idempotency.Record) map[string]types.AttributeValue {
 		attrPayloadHash:  str(rec.PayloadHash),
 		attrStatusCode:   &types.AttributeValueMemberN{Value: strconv.Itoa(rec.StatusCode)},
 		attrResponseBody: str(string(rec.ResponseBody)),
-		attrCreatedAt:    str(rec.CreatedAt.UTC().Format(createdAtLayout)),
+		attrCreatedAt:    str(rec.CreatedAt.UTC().Format(syncevent.TimestampLayout)),
 		attrMethod:       str(rec.Method),
 		attrRoute:        str(rec.Route),
 		attrExpiresAt:    epoch(rec.ExpiresAt),
@@ -157,7 +155,7 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 			return idempotency.Record{}, err
 		}
 	}
-	t, err := time.Parse(createdAtLayout, created)
+	t, err := time.Parse(syncevent.TimestampLayout, created)
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("%w: %s: %w", errBadRecord, attrCreatedAt, err)
 	}

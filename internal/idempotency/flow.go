@@ -66,8 +66,8 @@ func (r Result) Replayed() bool { return r.Outcome == Replayed }
 // transaction from committing; the client should retry.
 var ErrBusy = errors.New("concurrent requests with the same idempotency key; retry")
 
-// Ledger runs mutations exactly once per (user, key).
-type Ledger struct {
+// Flow runs mutations exactly once per (user, key).
+type Flow struct {
 	store     Store
 	retention time.Duration
 	now       func() time.Time
@@ -76,9 +76,9 @@ type Ledger struct {
 	baseDelay, maxDelay time.Duration
 }
 
-// NewLedger returns a Ledger keeping records for retention.
-func NewLedger(store Store, retention time.Duration) *Ledger {
-	return &Ledger{
+// NewFlow returns a Flow keeping records for retention.
+func NewFlow(store Store, retention time.Duration) *Flow {
+	return &Flow{
 		store:     store,
 		retention: retention,
 		now:       time.Now,
@@ -89,12 +89,12 @@ func NewLedger(store Store, retention time.Duration) *Ledger {
 }
 
 // SetClock replaces the clock; tests use it to step over expiry.
-func (l *Ledger) SetClock(now func() time.Time) { l.now = now }
+func (l *Flow) SetClock(now func() time.Time) { l.now = now }
 
 // Do runs execute for req unless req.Key is known for req.UserID, in which
 // case it answers what was answered before (or a 409 if the request differs).
 // The common path costs one TransactWriteItems call.
-func (l *Ledger) Do(ctx context.Context, req Request, execute Executor) (Result, error) {
+func (l *Flow) Do(ctx context.Context, req Request, execute Executor) (Result, error) {
 	now := l.now().UTC()
 	exec, err := execute(ctx, now)
 	if err != nil {
@@ -126,7 +126,7 @@ func (l *Ledger) Do(ctx context.Context, req Request, execute Executor) (Result,
 }
 
 // commit makes one attempt; retry is true when it should be made again.
-func (l *Ledger) commit(ctx context.Context, rec Record, exec Execution) (res Result, retry bool, err error) {
+func (l *Flow) commit(ctx context.Context, rec Record, exec Execution) (res Result, retry bool, err error) {
 	err = l.store.Commit(ctx, rec, exec.Writes, rec.CreatedAt)
 	var exists *KeyExistsError
 	var writeFailed *WriteConditionError
@@ -146,7 +146,7 @@ func (l *Ledger) commit(ctx context.Context, rec Record, exec Execution) (res Re
 
 // resolveKnown answers a request whose key is already recorded: a replay if
 // it is the same request, the 409 otherwise.
-func (l *Ledger) resolveKnown(ctx context.Context, rec Record, existing *Record) (Result, bool, error) {
+func (l *Flow) resolveKnown(ctx context.Context, rec Record, existing *Record) (Result, bool, error) {
 	if existing == nil {
 		got, found, err := l.store.Get(ctx, rec.UserID, rec.Key)
 		if err != nil {
@@ -166,7 +166,7 @@ func (l *Ledger) resolveKnown(ctx context.Context, rec Record, existing *Record)
 
 // backoff is "full jitter": a random delay up to an exponentially growing cap,
 // so colliding retries spread out instead of colliding again.
-func (l *Ledger) backoff(attempt int) time.Duration {
+func (l *Flow) backoff(attempt int) time.Duration {
 	ceiling := min(l.baseDelay<<attempt, l.maxDelay)
 	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
 }

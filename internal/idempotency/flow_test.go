@@ -25,15 +25,15 @@ import (
 // marker item per execution into the events table, conditioned on being new.
 type fixture struct {
 	b      *ddbtest.Backend
-	ledger *idempotency.Ledger
-	store  *ddb.Store
+	ledger *idempotency.Flow
+	store  *ddb.Ledger
 	runs   atomic.Int64
 }
 
 func newFixture(t *testing.T) *fixture {
 	b := ddbtest.Start(t)
-	store := ddb.NewStore(b.Client, b.Tables.Ledger)
-	return &fixture{b: b, store: store, ledger: idempotency.NewLedger(store, time.Hour)}
+	store := ddb.NewLedger(b.Client, b.Tables.Ledger)
+	return &fixture{b: b, store: store, ledger: idempotency.NewFlow(store, time.Hour)}
 }
 
 // executor answers 201 with body and writes the marker item id.

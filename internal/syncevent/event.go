@@ -1,6 +1,8 @@
 // Package syncevent owns the event a client's sync queue sends: its fields,
-// the rules each must meet, and the JSON the API answers with. It knows
-// neither HTTP nor DynamoDB nor idempotency.
+// the rules each must meet, the JSON the API answers with, and its position
+// in a user's receive order (the paging cursor). It knows neither HTTP nor
+// DynamoDB, and of idempotency only the UUID rule it shares with keys
+// (idempotency.ParseUUID), so that an event id and a key are read alike.
 package syncevent
 
 import (
@@ -18,9 +20,10 @@ import (
 // MaxTypeLen is the longest event type, in characters.
 const MaxTypeLen = 64
 
-// ReceivedAtLayout is the server's timestamp format: fixed width, so that
-// timestamps sort as strings in time order.
-const ReceivedAtLayout = "2006-01-02T15:04:05.000Z"
+// TimestampLayout is the server's timestamp format, ISO 8601 UTC with
+// milliseconds (receivedAt, and the ledger's created_at as the seed stores
+// it): fixed width, so that timestamps sort as strings in time order.
+const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
 // Event is one stored event of one user.
 type Event struct {
@@ -178,7 +181,7 @@ func (ev Event) CreatedBody() []byte {
 }
 
 func (ev Event) created() Created {
-	return Created{ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt, ReceivedAt: ev.ReceivedAt.UTC().Format(ReceivedAtLayout)}
+	return Created{ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt, ReceivedAt: ev.ReceivedAt.UTC().Format(TimestampLayout)}
 }
 
 // Listing is ev as a GET page shows it.

@@ -24,7 +24,7 @@ func (p Position) IsStart() bool { return p.ID == "" }
 // SortKey is p as the events table orders it: the fixed-width receive
 // time, then the id to break ties.
 func (p Position) SortKey() string {
-	return p.ReceivedAt.UTC().Format(ReceivedAtLayout) + "#" + p.ID
+	return p.ReceivedAt.UTC().Format(TimestampLayout) + "#" + p.ID
 }
 
 // Cursor is p as the API hands it to a client: opaque, URL-safe.
@@ -41,7 +41,7 @@ func ParseSortKey(key string) (Position, error) {
 	if !ok {
 		return Position{}, ErrBadPosition
 	}
-	t, err := time.Parse(ReceivedAtLayout, at)
+	t, err := time.Parse(TimestampLayout, at)
 	if err != nil {
 		return Position{}, ErrBadPosition
 	}

@@ -105,7 +105,7 @@ func BenchmarkHandler(b *testing.B) {
 	// through the store, with nothing of the handler around it.
 	b.Run("sdk-commit-only", func(b *testing.B) {
 		client := benchClient(b, memoryDynamoDB{})
-		store, events := ddb.NewStore(client, "ledger"), ddb.NewEvents(client, "events")
+		store, events := ddb.NewLedger(client, "ledger"), ddb.NewEvents(client, "events")
 		canonical, _ := idempotency.Canonicalize([]byte(body))
 		ev, err := syncevent.Parse(canonical)
 		if err != nil {

@@ -47,7 +47,7 @@ type EventStore interface {
 
 // Handler answers the function's API Gateway requests.
 type Handler struct {
-	ledger       *idempotency.Ledger
+	ledger       *idempotency.Flow
 	events       EventStore
 	maxBodyBytes int
 	log          *slog.Logger

@@ -29,6 +29,6 @@ func NewFromConfig(ctx context.Context, cfg config.Config, log *slog.Logger) (*H
 // store, the exactly-once flow over it, and the events table, on client.
 // The Lambda, make run and every test use it.
 func Wire(client *dynamodb.Client, cfg config.Config, log *slog.Logger) *Handler {
-	ledger := idempotency.NewLedger(ddb.NewStore(client, cfg.IdempotencyTable), cfg.Retention)
+	ledger := idempotency.NewFlow(ddb.NewLedger(client, cfg.IdempotencyTable), cfg.Retention)
 	return &Handler{ledger: ledger, events: ddb.NewEvents(client, cfg.EventsTable), maxBodyBytes: cfg.MaxBodyBytes, log: log}
 }
