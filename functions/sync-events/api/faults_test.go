@@ -78,8 +78,8 @@ func TestFaultsConvergeToOneEvent(t *testing.T) {
 func (hs *harness) wantAllOrNothing(key, id string, stored bool) {
 	hs.t.Helper()
 	ledger := false
-	for _, it := range hs.scan(hs.b.Tables.Ledger) {
-		ledger = ledger || attrS(it, "key") == key
+	for _, r := range hs.b.LedgerRecords(hs.t) {
+		ledger = ledger || r.Key == key
 	}
 	event := len(hs.stored()["alice"]) == 1 && hs.stored()["alice"][0] == id
 	if ledger != event || ledger != stored {

@@ -139,30 +139,11 @@ func (hs *harness) get(user string, query map[string]string) events.APIGatewayV2
 	return hs.do(req)
 }
 
-// scan reads a whole table straight from the backend.
-func (hs *harness) scan(table string) []map[string]types.AttributeValue {
-	hs.t.Helper()
-	var items []map[string]types.AttributeValue
-	in := &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)}
-	for {
-		out, err := hs.b.Client.Scan(context.Background(), in)
-		if err != nil {
-			hs.t.Fatalf("scan %s: %v", table, err)
-		}
-		items = append(items, out.Items...)
-		if len(out.LastEvaluatedKey) == 0 {
-			return items
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
-}
-
 // stored maps each user to the sorted event ids stored for them.
 func (hs *harness) stored() map[string][]string {
 	out := map[string][]string{}
-	for _, it := range hs.scan(hs.b.Tables.Events) {
-		u := it["user_id"].(*types.AttributeValueMemberS).Value
-		out[u] = append(out[u], it["event_id"].(*types.AttributeValueMemberS).Value)
+	for _, ev := range hs.b.StoredEvents(hs.t) {
+		out[ev.UserID] = append(out[ev.UserID], ev.ID)
 	}
 	for _, ids := range out {
 		sort.Strings(ids)
@@ -172,7 +153,7 @@ func (hs *harness) stored() map[string][]string {
 
 func (hs *harness) ledgerCount() int {
 	hs.t.Helper()
-	return len(hs.scan(hs.b.Tables.Ledger))
+	return len(hs.b.LedgerRecords(hs.t))
 }
 
 func wantResponse(t testing.TB, resp events.APIGatewayV2HTTPResponse, status int, code string) {

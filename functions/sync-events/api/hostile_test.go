@@ -182,7 +182,7 @@ func TestHostileInput(t *testing.T) {
 		t.Fatalf("only %d cases", len(cases))
 	}
 	var keys []string
-	writes := func() int { return hs.ledgerCount() + len(hs.scan(hs.b.Tables.Events)) }
+	writes := func() int { return hs.ledgerCount() + len(hs.b.StoredEvents(t)) }
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key := uuid.NewString()

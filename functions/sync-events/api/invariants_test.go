@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/internal/idempotency"
 )
@@ -109,8 +108,9 @@ func (hs *harness) checkInvariants(rec *recorder) {
 	// stored under another key (unrecorded, so that answer can precede the
 	// key being won by another body).
 	winningHash := map[userKey]string{}
-	for _, it := range hs.scan(hs.b.Tables.Ledger) {
-		winningHash[userKey{attrS(it, "user_id"), attrS(it, "key")}] = attrS(it, "payload_hash")
+	records := hs.b.LedgerRecords(hs.t)
+	for _, r := range records {
+		winningHash[userKey{r.UserID, r.Key}] = r.PayloadHash
 	}
 	for _, x := range rec.all {
 		if x.status >= 500 {
@@ -130,8 +130,8 @@ func (hs *harness) checkInvariants(rec *recorder) {
 	}
 
 	stored := map[string]map[string]int{}
-	for _, it := range hs.scan(hs.b.Tables.Events) {
-		u, id := attrS(it, "user_id"), attrS(it, "event_id")
+	for _, ev := range hs.b.StoredEvents(hs.t) {
+		u, id := ev.UserID, ev.ID
 		if stored[u] == nil {
 			stored[u] = map[string]int{}
 		}
@@ -155,11 +155,9 @@ func (hs *harness) checkInvariants(rec *recorder) {
 		}
 	}
 
-	records := 0
-	for _, it := range hs.scan(hs.b.Tables.Ledger) {
-		records++
-		uk := userKey{attrS(it, "user_id"), attrS(it, "key")}
-		if !sentHashes[uk][attrS(it, "payload_hash")] {
+	for _, r := range records {
+		uk := userKey{r.UserID, r.Key}
+		if !sentHashes[uk][r.PayloadHash] {
 			t.Errorf("ledger record %v holds a hash no request with that key sent", uk)
 		}
 		body, won := first201[uk]
@@ -167,21 +165,13 @@ func (hs *harness) checkInvariants(rec *recorder) {
 			t.Errorf("ledger record %v, but that key never got a 201", uk)
 			continue
 		}
-		status, _ := strconv.Atoi(it["status_code"].(*types.AttributeValueMemberN).Value)
-		if status != 201 || attrS(it, "response_body") != body {
-			t.Errorf("ledger record %v stores %d %s, the clients were answered 201 %s", uk, status, attrS(it, "response_body"), body)
+		if r.StatusCode != 201 || string(r.ResponseBody) != body {
+			t.Errorf("ledger record %v stores %d %s, the clients were answered 201 %s", uk, r.StatusCode, r.ResponseBody, body)
 		}
 	}
-	if records != len(first201) {
-		t.Errorf("%d ledger records for %d keys answered 201", records, len(first201))
+	if len(records) != len(first201) {
+		t.Errorf("%d ledger records for %d keys answered 201", len(records), len(first201))
 	}
-}
-
-func attrS(item map[string]types.AttributeValue, name string) string {
-	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
 }
 
 // tally counts the exchanges by status and error code, for the test log.

@@ -19,6 +19,8 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
+	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
 // Backend is a DynamoDB endpoint with fresh tables.
@@ -77,4 +79,24 @@ func Start(t testing.TB) *Backend {
 	})
 	tr.Reset()
 	return &Backend{Client: client, Tables: tables, Transport: tr, Endpoint: endpoint, Name: name}
+}
+
+// StoredEvents is every event in the events table, as stored.
+func (b *Backend) StoredEvents(t testing.TB) []syncevent.Event {
+	t.Helper()
+	evs, err := ddb.NewEvents(b.Client, b.Tables.Events).All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// LedgerRecords is every record in the ledger table, as stored.
+func (b *Backend) LedgerRecords(t testing.TB) []idempotency.Record {
+	t.Helper()
+	recs, err := ddb.NewLedger(b.Client, b.Tables.Ledger).All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
