@@ -43,6 +43,24 @@ func buildBinaries(t *testing.T) (bootstrap, emulator string) {
 	return bootstrap, emulator
 }
 
+// startFunction runs the real bootstrap under aws-lambda-rie on a fresh
+// test backend, its output to stdout, until the end of t.
+func startFunction(t *testing.T, stdout io.Writer) *rie.Function {
+	t.Helper()
+	bootstrap, emulator := buildBinaries(t)
+	b := ddbtest.Start(t)
+	fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: stdout, Env: []string{
+		config.EnvEndpoint + "=" + b.Endpoint,
+		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
+		config.EnvEventsTable + "=" + b.Tables.Events,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fn.Stop)
+	return fn
+}
+
 type expectation struct {
 	Event    string `json:"event"`
 	Status   int    `json:"status"`
@@ -54,18 +72,8 @@ type expectation struct {
 // aws-lambda-rie with every file in events/, in the manifest's order, on a
 // real DynamoDB-compatible backend, and checks each expected answer.
 func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
-	bootstrap, emulator := buildBinaries(t)
-	b := ddbtest.Start(t)
 	var logs strings.Builder
-	fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: &logs, Env: []string{
-		config.EnvEndpoint + "=" + b.Endpoint,
-		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
-		config.EnvEventsTable + "=" + b.Tables.Events,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fn.Stop()
+	fn := startFunction(t, &logs)
 
 	raw, err := os.ReadFile("../../events/expected.json")
 	if err != nil {
@@ -120,17 +128,7 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 // runtime: each page must come back (the emulator refuses an answer over
 // 6 MiB, and the runtime exits), and together they hold all 28.
 func TestFullPagesUnderTheRuntimeEmulator(t *testing.T) {
-	bootstrap, emulator := buildBinaries(t)
-	b := ddbtest.Start(t)
-	fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: io.Discard, Env: []string{
-		config.EnvEndpoint + "=" + b.Endpoint,
-		config.EnvIdempotencyTable + "=" + b.Tables.Ledger,
-		config.EnvEventsTable + "=" + b.Tables.Events,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fn.Stop()
+	fn := startFunction(t, io.Discard)
 	invoke := func(file string, change func(*events.APIGatewayV2HTTPRequest)) events.APIGatewayV2HTTPResponse {
 		t.Helper()
 		var req events.APIGatewayV2HTTPRequest
