@@ -83,20 +83,19 @@ func Start(t testing.TB) *Backend {
 
 // StoredEvents is every event in the events table, as stored.
 func (b *Backend) StoredEvents(t testing.TB) []syncevent.Event {
-	t.Helper()
-	evs, err := ddb.NewEvents(b.Client, b.Tables.Events).All(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
+	return readAll(t, ddb.NewEvents(b.Client, b.Tables.Events).All)
 }
 
 // LedgerRecords is every record in the ledger table, as stored.
 func (b *Backend) LedgerRecords(t testing.TB) []idempotency.Record {
+	return readAll(t, ddb.NewLedger(b.Client, b.Tables.Ledger).All)
+}
+
+func readAll[T any](t testing.TB, all func(context.Context) ([]T, error)) []T {
 	t.Helper()
-	recs, err := ddb.NewLedger(b.Client, b.Tables.Ledger).All(context.Background())
+	v, err := all(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return recs
+	return v
 }
