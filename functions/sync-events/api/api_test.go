@@ -1,8 +1,9 @@
-package api
+package api_test
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ func TestMissingKeyIsTheSeedsExact400(t *testing.T) {
 	// With a key, the methods the route does not take are 405.
 	for _, method := range []string{"PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		resp := hs.do(apiRequest(method, "alice", uuid.NewString(), ""))
-		wantResponse(t, resp, 405, CodeMethodNotAllowed)
+		wantResponse(t, resp, 405, api.CodeMethodNotAllowed)
 		if resp.Headers["Allow"] != "GET, POST" {
 			t.Fatalf("%s: Allow %q", method, resp.Headers["Allow"])
 		}
@@ -120,7 +121,7 @@ func TestSameEventIDUnderAnotherKeyIs409AndRecordsNothing(t *testing.T) {
 	id := uuid.NewString()
 	wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, id)), 201, "")
 	second := uuid.NewString()
-	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, CodeEventAlreadyExists)
+	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, api.CodeEventAlreadyExists)
 	if n, events := hs.ledgerCount(), hs.stored()["alice"]; n != 1 || len(events) != 1 || events[0] != id {
 		t.Fatalf("%d ledger records and events %v, want only the first request's", n, events)
 	}
@@ -243,9 +244,9 @@ func TestListRejectsBadParameters(t *testing.T) {
 		{"limit": "0"}, {"limit": "101"}, {"limit": "ten"}, {"cursor": "!!"}, {"cursor": ""},
 		{"cursor": "bm90LWEtY3Vyc29y"}, // base64url of "not-a-cursor"
 	} {
-		wantResponse(t, hs.get("alice", q), 400, CodeValidationFailed)
+		wantResponse(t, hs.get("alice", q), 400, api.CodeValidationFailed)
 	}
-	wantResponse(t, hs.get("", nil), 401, CodeUnauthorized)
+	wantResponse(t, hs.get("", nil), 401, api.CodeUnauthorized)
 }
 
 // TestCursorCannotCrossUsers: a cursor names a position, not a user; bob

@@ -1,8 +1,9 @@
-package api
+package api_test
 
 import (
 	"bytes"
 	"context"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -52,10 +53,10 @@ func benchClient(b *testing.B, transport http.RoundTripper) *dynamodb.Client {
 	return client
 }
 
-func benchHandler(b *testing.B, transport http.RoundTripper) *Handler {
+func benchHandler(b *testing.B, transport http.RoundTripper) *api.Handler {
 	b.Helper()
 	client := benchClient(b, transport)
-	return Wire(client, tablesConfig(ddb.TableNames{Ledger: "ledger", Events: "events"}), slog.New(slog.DiscardHandler))
+	return api.Wire(client, tablesConfig(ddb.TableNames{Ledger: "ledger", Events: "events"}), slog.New(slog.DiscardHandler))
 }
 
 // oneKBEvent is a POST of about 1 KB, as API Gateway delivers it.
@@ -90,7 +91,7 @@ func BenchmarkHandler(b *testing.B) {
 		stored := `{"id":"x","type":"note.updated","occurredAt":"2026-12-02T14:03:00.250Z","receivedAt":"2026-12-02T14:03:01.000Z"}`
 		item := `{"user_id":{"S":"alice"},"key":{"S":"` + key + `"},"payload_hash":{"S":"` + hash + `"},"status_code":{"N":"201"},` +
 			`"response_body":{"S":` + quoteJSON(stored) + `},"created_at":{"S":"2026-12-02T14:03:01.000Z"},` +
-			`"method":{"S":"POST"},"route":{"S":"` + EventsPath + `"},"expires_at":{"N":"1796824981"}}`
+			`"method":{"S":"POST"},"route":{"S":"` + api.EventsPath + `"},"expires_at":{"N":"1796824981"}}`
 		cancelled := `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","message":"Transaction cancelled",` +
 			`"CancellationReasons":[{"Code":"ConditionalCheckFailed","Item":` + item + `},{"Code":"None"}]}`
 		h := benchHandler(b, memoryDynamoDB{replay: []byte(cancelled)})
@@ -113,7 +114,7 @@ func BenchmarkHandler(b *testing.B) {
 		}
 		ev.UserID, ev.ReceivedAt = "alice", time.Now()
 		rec := idempotency.Record{UserID: "alice", Key: key, PayloadHash: idempotency.HashCanonical(canonical), StatusCode: 201,
-			ResponseBody: ev.CreatedBody(), Method: "POST", Route: EventsPath, CreatedAt: ev.ReceivedAt, ExpiresAt: ev.ReceivedAt.Add(time.Hour)}
+			ResponseBody: ev.CreatedBody(), Method: "POST", Route: api.EventsPath, CreatedAt: ev.ReceivedAt, ExpiresAt: ev.ReceivedAt.Add(time.Hour)}
 		writes := []types.TransactWriteItem{events.PutNew(ev)}
 		b.ReportAllocs()
 		for b.Loop() {

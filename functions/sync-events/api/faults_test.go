@@ -1,7 +1,8 @@
-package api
+package api_test
 
 import (
 	"context"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"net/http"
 	"testing"
 	"time"
@@ -133,7 +134,7 @@ func TestFaultsOnReads(t *testing.T) {
 			t.Logf("%s: this backend returned the item with the failed condition, no read to fail", op)
 			continue
 		}
-		wantResponse(t, resp, 503, CodeServiceUnavailable)
+		wantResponse(t, resp, 503, api.CodeServiceUnavailable)
 	}
 	hs.b.Transport.Reset()
 	rec.add(exchangeOf("alice", key, id, body, hs.post("alice", key, body)))

@@ -1,8 +1,9 @@
-package api
+package api_test
 
 import (
 	"bytes"
 	"context"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +30,7 @@ import (
 type harness struct {
 	t     testing.TB
 	b     *ddbtest.Backend
-	h     *Handler
+	h     *api.Handler
 	logMu sync.Mutex
 	logs  bytes.Buffer
 }
@@ -38,7 +39,7 @@ func newHarness(t testing.TB) *harness {
 	t.Helper()
 	hs := &harness{t: t, b: ddbtest.Start(t)}
 	log := slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil))
-	hs.h = Wire(hs.b.Client, tablesConfig(hs.b.Tables), log)
+	hs.h = api.Wire(hs.b.Client, tablesConfig(hs.b.Tables), log)
 	return hs
 }
 
@@ -96,7 +97,7 @@ func eventBody(t testing.TB, id string) string {
 // generated execute-api domain. method and body are set as given, whatever
 // they are, so that hostile and fuzzed values reach the handler unchanged.
 func apiRequest(method, user, key, body string) events.APIGatewayV2HTTPRequest {
-	r := httptest.NewRequest(http.MethodPost, "https://abc123def4.execute-api.eu-west-1.amazonaws.com"+EventsPath, nil)
+	r := httptest.NewRequest(http.MethodPost, "https://abc123def4.execute-api.eu-west-1.amazonaws.com"+api.EventsPath, nil)
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("User-Agent", "sync-client/1.0")
 	if key != "" {

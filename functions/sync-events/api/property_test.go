@@ -1,7 +1,8 @@
-package api
+package api_test
 
 import (
 	"fmt"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func TestPushThenPullAtEveryLimit(t *testing.T) {
 			t.Fatalf("event %d: replay %d %.300s", i, again.StatusCode, again.Body)
 		}
 	}
-	for _, limit := range []int{1, 3, DefaultPageSize, MaxPageSize} {
+	for _, limit := range []int{1, 3, api.DefaultPageSize, api.MaxPageSize} {
 		wantListed(t, hs.walk("edges", limit), sent)
 	}
 	t.Logf("%d events at the edges, walked at 4 page sizes", len(sent))

@@ -1,7 +1,8 @@
-package api
+package api_test
 
 import (
 	"fmt"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ func TestRaceOneKeyManyBodies(t *testing.T) {
 			}
 		case x.status == 201:
 			t.Fatalf("a second body won: %s", x.eventID)
-		case x.status != 409 || x.code != CodeKeyReused:
+		case x.status != 409 || x.code != api.CodeKeyReused:
 			t.Fatalf("a loser got %d %s", x.status, x.body)
 		}
 	}
@@ -75,7 +76,7 @@ func TestRaceOneKeyManyBodies(t *testing.T) {
 		t.Fatalf("winner's retry: %d replayed=%v", x.status, x.replayed)
 	}
 	loser := (winner + 1) % n
-	if x := hs.send(rec, "alice", key, ids[loser], bodies[loser]); x.status != 409 || x.code != CodeKeyReused {
+	if x := hs.send(rec, "alice", key, ids[loser], bodies[loser]); x.status != 409 || x.code != api.CodeKeyReused {
 		t.Fatalf("loser's retry: %d %s", x.status, x.body)
 	}
 	hs.checkInvariants(rec)
