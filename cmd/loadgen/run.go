@@ -8,12 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/tally"
 )
 
 // sent is a request whose first answer was a 201: the one replays and
@@ -26,7 +27,7 @@ type sent struct {
 type results struct {
 	mu        sync.Mutex
 	latencies []time.Duration
-	outcomes  map[string]int
+	outcomes  tally.Counts
 	stored    map[string]map[string]int // user -> event id -> 201s for it, fresh or replayed
 	done      map[string][]sent         // user -> requests answered 201
 	problems  int
@@ -46,7 +47,7 @@ func run(o options) (*results, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = o.clients
 	c := &client{o: o, http: &http.Client{Transport: transport, Timeout: 30 * time.Second}}
-	r := &results{outcomes: map[string]int{}, stored: map[string]map[string]int{}, done: map[string][]sent{}}
+	r := &results{outcomes: tally.Counts{}, stored: map[string]map[string]int{}, done: map[string][]sent{}}
 	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
 	defer cancel()
 
@@ -121,14 +122,7 @@ func (r *results) one(ctx context.Context, c *client, o options, rng *rand.Rand)
 		return
 	}
 	r.latencies = append(r.latencies, took)
-	label := fmt.Sprintf("%s -> %d", want, a.status)
-	if a.code != "" {
-		label += " " + a.code
-	}
-	if a.replayed {
-		label += " (replayed)"
-	}
-	r.outcomes[label]++
+	r.outcomes[want+" -> "+tally.Answer(a.status, a.code, a.replayed)]++
 	switch {
 	case want == "fresh" && a.status == 201 && !a.replayed:
 		s.answer = a.body
@@ -210,12 +204,7 @@ func (r *results) report(o options) string {
 	}
 	fmt.Fprintf(&b, "clients %d, users %d, requests %d in %v: %.0f req/s\n", o.clients, o.users, n, r.elapsed.Round(time.Millisecond), float64(n)/r.elapsed.Seconds())
 	fmt.Fprintf(&b, "latency p50 %v, p95 %v, p99 %v, max %v\n", pct(0.50), pct(0.95), pct(0.99), pct(1))
-	labels := make([]string, 0, len(r.outcomes))
-	for k := range r.outcomes {
-		labels = append(labels, k)
-	}
-	sort.Strings(labels)
-	for _, k := range labels {
+	for _, k := range r.outcomes.Labels() {
 		fmt.Fprintf(&b, "  %-70s %d\n", k, r.outcomes[k])
 	}
 	fmt.Fprintf(&b, "invariants: %d events listed, %d problems (lost, duplicated or unexpected)\n", r.events, r.problems)

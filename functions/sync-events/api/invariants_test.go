@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"sort"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sync-events/sync-events/internal/idempotency"
+
+	"github.com/sync-events/sync-events/internal/tally"
 )
 
 // exchange is one request a test sent and the answer it got.
@@ -177,24 +177,12 @@ func (hs *harness) checkInvariants(rec *recorder) {
 
 // tally counts the exchanges by status and error code, for the test log.
 func (r *recorder) tally() string {
-	counts := map[string]int{}
+	counts := tally.Counts{}
 	for _, x := range r.all {
-		k := strconv.Itoa(x.status)
-		if x.code != "" {
-			k += " " + x.code
-		}
-		if x.replayed {
-			k += " (replayed)"
-		}
-		counts[k]++
+		counts[tally.Answer(x.status, x.code, x.replayed)]++
 	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	s := fmt.Sprintf("%d requests:", len(r.all))
-	for _, k := range keys {
+	for _, k := range counts.Labels() {
 		s += fmt.Sprintf(" [%s: %d]", k, counts[k])
 	}
 	return s
