@@ -36,10 +36,10 @@ const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
 // Commit puts the ledger record first and the business writes after it, in
 // one transaction. The order matters on backends (minidyn) that report only
 // the first failed condition: a known key must be recognised as such.
-func (s *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
+func (l *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
-		TableName:                           aws.String(s.table),
+		TableName:                           aws.String(l.table),
 		Item:                                recordItem(rec),
 		ConditionExpression:                 aws.String(ledgerCondition),
 		ExpressionAttributeNames:            map[string]string{"#k": attrKey, "#exp": attrExpiresAt},
@@ -50,7 +50,7 @@ func (s *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []ty
 	if err := checkTransactionLimits(items); err != nil {
 		return err
 	}
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	_, err := l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if err == nil {
 		return nil
 	}
@@ -102,9 +102,9 @@ func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
 
 // Get reads a record with strong consistency: it may have been written a
 // moment ago by a concurrent request.
-func (s *Ledger) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
+func (l *Ledger) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(l.table),
 		Key:            map[string]types.AttributeValue{attrUserID: str(userID), attrKey: str(key)},
 		ConsistentRead: aws.Bool(true),
 	})

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -93,11 +92,14 @@ func (p *page) finish(more bool) []byte {
 // by the JSON encoder holds no raw control bytes or invalid UTF-8, so for a
 // page the bound is exact but for those.
 func responseSize(b []byte) int {
-	n := len(b) + bytes.Count(b, []byte{'"'}) + bytes.Count(b, []byte{'\\'})
+	n := len(b)
 	for i := 0; i < len(b); {
 		c := b[i]
 		if c < utf8.RuneSelf {
-			if c < 0x20 {
+			switch {
+			case c == '"' || c == '\\':
+				n++
+			case c < 0x20:
 				n += 5
 			}
 			i++
