@@ -19,7 +19,7 @@ type Config struct {
 	IdempotencyTable string
 	EventsTable      string
 	// Endpoint overrides the DynamoDB endpoint (DynamoDB Local, moto,
-	// minidyn); empty means the AWS default for the region.
+	// dynoxide, the embedded kumo); empty means the AWS default for the region.
 	Endpoint string
 	// Retention is how long a ledger record answers retries.
 	Retention time.Duration
@@ -27,6 +27,9 @@ type Config struct {
 	MaxBodyBytes int
 	// LogLevel is the least severe level logged.
 	LogLevel slog.Level
+	// ReplayCacheBytes bounds the memory an execution environment keeps
+	// ledger records in to answer retries without DynamoDB; 0 turns it off.
+	ReplayCacheBytes int
 }
 
 // The variables, as the template declares them.
@@ -37,16 +40,20 @@ const (
 	EnvRetention        = "IDEMPOTENCY_RETENTION"
 	EnvMaxBodyBytes     = "MAX_BODY_BYTES"
 	EnvLogLevel         = "LOG_LEVEL"
+	EnvReplayCacheBytes = "REPLAY_CACHE_BYTES"
 )
 
 // Variables lists every variable Load reads; the template test holds the
 // template to it.
-var Variables = []string{EnvIdempotencyTable, EnvEventsTable, EnvEndpoint, EnvRetention, EnvMaxBodyBytes, EnvLogLevel}
+var Variables = []string{EnvIdempotencyTable, EnvEventsTable, EnvEndpoint, EnvRetention, EnvMaxBodyBytes, EnvLogLevel, EnvReplayCacheBytes}
 
 // Defaults for the optional variables.
 const (
 	DefaultRetention    = 7 * 24 * time.Hour
 	DefaultMaxBodyBytes = 256 << 10
+	// DefaultReplayCacheBytes is 16 MiB: tens of thousands of records (a
+	// stored 201 is a few hundred bytes) in a 256 MB function.
+	DefaultReplayCacheBytes = 16 << 20
 )
 
 // Bounds: a retention under an hour would expire records while a client is
@@ -55,11 +62,14 @@ const (
 	minRetention    = time.Hour
 	maxRetention    = 365 * 24 * time.Hour
 	MaxMaxBodyBytes = 350 << 10
+	// maxReplayCacheBytes keeps the cache under a quarter of the largest
+	// Lambda memory size (10,240 MB).
+	maxReplayCacheBytes = 2560 << 20
 )
 
 // Defaults is the configuration with every default and no table names.
 func Defaults() Config {
-	return Config{Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo}
+	return Config{Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo, ReplayCacheBytes: DefaultReplayCacheBytes}
 }
 
 // DynamoDB's rule for table names.
@@ -110,6 +120,14 @@ func Load(getenv func(string) string) (Config, error) {
 			fail(EnvMaxBodyBytes, "%q must be a whole number of bytes from 1 to %d", v, MaxMaxBodyBytes)
 		} else {
 			c.MaxBodyBytes = n
+		}
+	}
+	if v := getenv(EnvReplayCacheBytes); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxReplayCacheBytes {
+			fail(EnvReplayCacheBytes, "%q must be a whole number of bytes from 0 (off) to %d", v, maxReplayCacheBytes)
+		} else {
+			c.ReplayCacheBytes = n
 		}
 	}
 	if v := getenv(EnvLogLevel); v != "" {

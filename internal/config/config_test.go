@@ -14,7 +14,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{IdempotencyTable: "ledger", EventsTable: "events", Retention: 7 * 24 * time.Hour, MaxBodyBytes: 256 << 10, LogLevel: slog.LevelInfo}
+	want := Config{IdempotencyTable: "ledger", EventsTable: "events", Retention: 7 * 24 * time.Hour, MaxBodyBytes: 256 << 10, LogLevel: slog.LevelInfo, ReplayCacheBytes: 16 << 20}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -23,12 +23,12 @@ func TestLoadDefaults(t *testing.T) {
 func TestLoadEverything(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		EnvIdempotencyTable: "l.1", EnvEventsTable: "e_2", EnvEndpoint: "http://localhost:8000",
-		EnvRetention: "48h", EnvMaxBodyBytes: "1024", EnvLogLevel: "debug",
+		EnvRetention: "48h", EnvMaxBodyBytes: "1024", EnvLogLevel: "debug", EnvReplayCacheBytes: "0",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Endpoint != "http://localhost:8000" || c.Retention != 48*time.Hour || c.MaxBodyBytes != 1024 || c.LogLevel != slog.LevelDebug {
+	if c.Endpoint != "http://localhost:8000" || c.Retention != 48*time.Hour || c.MaxBodyBytes != 1024 || c.LogLevel != slog.LevelDebug || c.ReplayCacheBytes != 0 {
 		t.Fatalf("got %+v", c)
 	}
 }
@@ -48,6 +48,9 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{EnvMaxBodyBytes, "1MB"},
 		{EnvMaxBodyBytes, "10000000"},
 		{EnvLogLevel, "LOUD"},
+		{EnvReplayCacheBytes, "-1"},
+		{EnvReplayCacheBytes, "16MiB"},
+		{EnvReplayCacheBytes, "99999999999"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go"
 )
 
 // ClientOptions say how to reach DynamoDB.
@@ -69,22 +68,4 @@ func newRetryer() aws.Retryer {
 	return retry.NewStandard(func(o *retry.StandardOptions) {
 		o.RateLimiter = ratelimit.None
 	})
-}
-
-// isUnsupported reports an operation a local backend does not implement;
-// minidyn answers those in plain text, which the SDK cannot decode.
-func isUnsupported(err error) bool {
-	var de *smithy.DeserializationError
-	if errors.As(err, &de) {
-		return true
-	}
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	switch api.ErrorCode() {
-	case "UnknownOperationException", "NotImplementedError", "InternalFailure":
-		return true
-	}
-	return false
 }

@@ -17,9 +17,9 @@ import (
 
 // TestBackendIsolatesConcurrentTransactions holds the backend to what the
 // service relies on: of many concurrent transactions conditioned on the same
-// item being new, exactly one commits, with all of its writes. DynamoDB and
-// minidyn do. moto's stock threaded server does not, though only now and
-// then at this size (seen: 2 of 20 contenders committed one key); it fails
+// item being new, exactly one commits, with all of its writes. DynamoDB,
+// kumo and dynoxide do. moto's stock threaded server does not, though only
+// now and then at this size (seen: 2 of 20 contenders committed one key); it fails
 // TestRaceManyUsersManyKeys every time, so CI serves moto behind a lock
 // (.ci/moto-serial.py).
 func TestBackendIsolatesConcurrentTransactions(t *testing.T) {

@@ -34,7 +34,7 @@ func NewLedger(client *dynamodb.Client, table string) *Ledger {
 const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
 
 // Commit puts the ledger record first and the business writes after it, in
-// one transaction. The order matters on backends (minidyn) that report only
+// one transaction. The order matters on backends that report only
 // the first failed condition: a known key must be recognised as such.
 func (l *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)

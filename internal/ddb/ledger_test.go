@@ -22,7 +22,7 @@ func reason(code string) types.CancellationReason {
 }
 
 // TestClassifyCommitError covers the cancellation reasons as DynamoDB sends
-// them, including the old item that minidyn never returns.
+// them, including the old item that kumo never returns.
 func TestClassifyCommitError(t *testing.T) {
 	rec := idempotency.Record{
 		UserID: "u", Key: "k", PayloadHash: "h", StatusCode: 201, ResponseBody: []byte(`{"id":"x"}`),

@@ -150,7 +150,7 @@ func ensureTable(ctx context.Context, client *dynamodb.Client, name string, def 
 		TableName:               aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(def.TTLAttribute), Enabled: aws.Bool(true)},
 	})
-	if err != nil && !isUnsupported(err) {
+	if err != nil {
 		return fmt.Errorf("enable TTL: %w", err)
 	}
 	return nil
@@ -167,15 +167,15 @@ func DeleteTables(ctx context.Context, client *dynamodb.Client, names TableNames
 	return errors.Join(errs...)
 }
 
-// waitActive polls until the table is ACTIVE. It is not the SDK's waiter
-// because that one also insists on fields minidyn leaves out.
+// waitActive polls until the table is ACTIVE, with a backoff that suits a
+// local backend (ACTIVE at once) as well as DynamoDB (seconds).
 func waitActive(ctx context.Context, client *dynamodb.Client, name string) error {
 	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 		if err != nil {
 			return fmt.Errorf("wait for table: %w", err)
 		}
-		if s := out.Table.TableStatus; s == types.TableStatusActive || s == "" {
+		if out.Table.TableStatus == types.TableStatusActive {
 			return nil
 		}
 		select {

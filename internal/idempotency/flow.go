@@ -57,6 +57,9 @@ type Result struct {
 	Response
 	Outcome     Outcome
 	FailedWrite int
+	// FromCache is set when a Replayed or KeyReused answer came from the
+	// replay cache, with no DynamoDB call.
+	FromCache bool
 }
 
 // Replayed reports whether the answer is a stored one.
@@ -69,6 +72,7 @@ var ErrBusy = errors.New("concurrent requests with the same idempotency key; ret
 // Flow runs mutations exactly once per (user, key).
 type Flow struct {
 	store     Store
+	cache     *ReplayCache
 	retention time.Duration
 	now       func() time.Time
 	// Conflict retries: attempts in all, and the backoff bounds.
@@ -87,6 +91,10 @@ func NewFlow(store Store, retention time.Duration) *Flow {
 		maxDelay:  200 * time.Millisecond,
 	}
 }
+
+// UseReplayCache answers retries from c where it holds their record; nil
+// turns the cache off.
+func (l *Flow) UseReplayCache(c *ReplayCache) { l.cache = c }
 
 // SetClock replaces the clock; tests use it to step over expiry.
 func (l *Flow) SetClock(now func() time.Time) { l.now = now }
@@ -111,6 +119,11 @@ func (l *Flow) Do(ctx context.Context, req Request, execute Executor) (Result, e
 		CreatedAt:    now,
 		ExpiresAt:    now.Add(l.retention),
 	}
+	if known, ok := l.cache.get(rec.UserID, rec.Key, now); ok {
+		res := answerKnown(rec, known)
+		res.FromCache = true
+		return res, nil
+	}
 	for attempt := 1; ; attempt++ {
 		res, retry, err := l.commit(ctx, rec, exec)
 		if !retry {
@@ -132,6 +145,7 @@ func (l *Flow) commit(ctx context.Context, rec Record, exec Execution) (res Resu
 	var writeFailed *WriteConditionError
 	switch {
 	case err == nil:
+		l.cache.put(rec, rec.CreatedAt)
 		return Result{Response: exec.Response, Outcome: Executed}, false, nil
 	case errors.As(err, &exists):
 		return l.resolveKnown(ctx, rec, exists.Existing)
@@ -158,10 +172,17 @@ func (l *Flow) resolveKnown(ctx context.Context, rec Record, existing *Record) (
 		}
 		existing = &got
 	}
+	l.cache.put(*existing, rec.CreatedAt)
+	return answerKnown(rec, *existing), false, nil
+}
+
+// answerKnown is the answer to rec when existing holds its key: the stored
+// answer if it is the same request, KeyReused otherwise.
+func answerKnown(rec, existing Record) Result {
 	if existing.PayloadHash != rec.PayloadHash || existing.Method != rec.Method || existing.Route != rec.Route {
-		return Result{Outcome: KeyReused}, false, nil
+		return Result{Outcome: KeyReused}
 	}
-	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Outcome: Replayed}, false, nil
+	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Outcome: Replayed}
 }
 
 // backoff is "full jitter": a random delay up to an exponentially growing cap,

@@ -59,6 +59,8 @@ type outcome struct {
 	result string // an idempotency.Outcome, or "rejected" / "error" / "read"
 	key    string
 	err    error
+	// fromCache: the answer came from the replay cache, with no DynamoDB call.
+	fromCache bool
 }
 
 // Handle is the Lambda handler. It never returns an error: every failure is
@@ -162,7 +164,7 @@ func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest,
 	if err != nil {
 		return failed(err, key, req)
 	}
-	out := outcome{result: string(res.Outcome), key: key}
+	out := outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache}
 	switch res.Outcome {
 	case idempotency.KeyReused:
 		return errorResponse(errKeyReused), out
@@ -302,6 +304,9 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 	}
 	if out.key != "" {
 		attrs = append(attrs, slog.String("key_prefix", out.key[:8]))
+	}
+	if out.fromCache {
+		attrs = append(attrs, slog.Bool("from_cache", true))
 	}
 	level := slog.LevelInfo
 	if out.err != nil {

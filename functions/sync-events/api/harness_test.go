@@ -49,6 +49,25 @@ func (hs *harness) forTest(t testing.TB) *harness {
 	return &harness{t: t, b: hs.b, h: hs.h}
 }
 
+// newEnvironment is another Lambda execution environment on hs's backend:
+// a handler of its own, with an empty replay cache.
+func (hs *harness) newEnvironment() *harness {
+	hs.t.Helper()
+	other := &harness{t: hs.t, b: hs.b}
+	other.h = api.Wire(hs.b.Client, tablesConfig(hs.b.Tables), slog.New(slog.NewJSONHandler(syncWriter{&other.logMu, &other.logs}, nil)))
+	return other
+}
+
+// environments is hs and n-1 others on its backend: concurrent requests to
+// one function run in as many environments, each with its own cache.
+func (hs *harness) environments(n int) []*harness {
+	envs := []*harness{hs}
+	for len(envs) < n {
+		envs = append(envs, hs.newEnvironment())
+	}
+	return envs
+}
+
 // forget deletes one event and its ledger record from the tables.
 func (hs *harness) forget(user, key, eventID string) {
 	hs.t.Helper()

@@ -26,9 +26,11 @@ func NewFromConfig(ctx context.Context, cfg config.Config, log *slog.Logger) (*H
 }
 
 // Wire is the one place the handler is put together: the ledger table's
-// store, the exactly-once flow over it, and the events table, on client.
+// store, the exactly-once flow over it with its replay cache, and the
+// events table, on client.
 // The Lambda, make run and every test use it.
 func Wire(client *dynamodb.Client, cfg config.Config, log *slog.Logger) *Handler {
 	ledger := idempotency.NewFlow(ddb.NewLedger(client, cfg.IdempotencyTable), cfg.Retention)
+	ledger.UseReplayCache(idempotency.NewReplayCache(cfg.ReplayCacheBytes))
 	return &Handler{ledger: ledger, events: ddb.NewEvents(client, cfg.EventsTable), maxBodyBytes: cfg.MaxBodyBytes, log: log}
 }

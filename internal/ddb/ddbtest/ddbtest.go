@@ -1,8 +1,9 @@
 // Package ddbtest starts the DynamoDB backend integration tests run on and
 // creates their tables from the same definitions the service and the
-// template use. By default that is the embedded in-memory server; with
-// DYNAMODB_ENDPOINT set, it is that endpoint (DynamoDB Local, moto), with
-// tables of unique names that are removed when the test ends.
+// template use. By default that is the embedded in-memory server (kumo);
+// with DYNAMODB_ENDPOINT set, it is that endpoint (DynamoDB Local, moto,
+// dynoxide). Either way the tables have unique names and are removed when
+// the test ends.
 package ddbtest
 
 import (
@@ -32,7 +33,7 @@ type Backend struct {
 	// Endpoint is where the backend listens, for a process outside the test
 	// binary (the function under the runtime emulator).
 	Endpoint string
-	// Name says which backend this is: "minidyn" or the endpoint URL.
+	// Name says which backend this is: embedded.Name or the endpoint URL.
 	Name string
 }
 
@@ -53,7 +54,7 @@ func Start(t testing.TB) *Backend {
 		if sharedErr != nil {
 			t.Fatal(sharedErr)
 		}
-		endpoint, name = shared.URL, "minidyn"
+		endpoint, name = shared.URL, embedded.Name
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = 128 // the race tests run many requests at once

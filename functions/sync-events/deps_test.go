@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLambdaBinaryLeavesOutTheDevBackends lists the packages the Lambda
+// build links, as make build builds it (linux/arm64, lambda.norpc), and
+// refuses the embedded backends and the test and dev helpers: they would
+// add megabytes and init time to every cold start, and none of them is
+// meant to run in AWS.
+func TestLambdaBinaryLeavesOutTheDevBackends(t *testing.T) {
+	cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "-f", "{{.ImportPath}}", ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list named %d packages; the listing is not what this test expects", len(deps))
+	}
+	forbidden := []string{
+		"github.com/sivchari/kumo", "github.com/truora/minidyn",
+		"github.com/sync-events/sync-events/internal/ddb/embedded",
+		"github.com/sync-events/sync-events/internal/ddb/ddbtest",
+		"github.com/sync-events/sync-events/internal/devserver",
+		"github.com/sync-events/sync-events/internal/rie",
+		"testing",
+	}
+	for _, dep := range deps {
+		for _, f := range forbidden {
+			if dep == f || strings.HasPrefix(dep, f+"/") {
+				t.Errorf("the Lambda binary links %s", dep)
+			}
+		}
+	}
+}
