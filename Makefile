@@ -65,6 +65,7 @@ CLIENTS  ?= 16
 REQUESTS ?= 2000
 USERS    ?= 20
 MIX      ?= fresh=70,replay=20,conflict=10
+WINDOW   ?= 0
 LOAD_ADDR ?= 127.0.0.1:3999
 load:
 	@mkdir -p $(BIN)
@@ -72,7 +73,7 @@ load:
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
 	@ADDR=$(LOAD_ADDR) $(BIN)/sync-events-local > $(BIN)/load-server.log 2>&1 & pid=$$!; \
 	for i in $$(seq 100); do (exec 3<>/dev/tcp/$(subst :,/,$(LOAD_ADDR))) 2>/dev/null && break; sleep 0.1; done; \
-	$(BIN)/loadgen -url http://$(LOAD_ADDR) -clients $(CLIENTS) -requests $(REQUESTS) -users $(USERS) -mix $(MIX); rc=$$?; \
+	$(BIN)/loadgen -url http://$(LOAD_ADDR) -clients $(CLIENTS) -requests $(REQUESTS) -users $(USERS) -mix $(MIX) -window $(WINDOW); rc=$$?; \
 	kill $$pid; exit $$rc
 
 ## tools: staticcheck, benchstat and the Lambda Runtime Interface Emulator, pinned in tools/go.mod

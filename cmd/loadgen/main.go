@@ -29,6 +29,7 @@ type options struct {
 	clients, requests  int
 	users              int
 	duration           time.Duration
+	window             int // requests per row of the throughput table; 0: none
 	fresh, replay, bad int // the mix, in parts
 }
 
@@ -40,6 +41,7 @@ func main() {
 	flag.IntVar(&o.requests, "requests", 5000, "requests in all (at most 1 000 000)")
 	flag.IntVar(&o.users, "users", 20, "distinct users")
 	flag.DurationVar(&o.duration, "duration", time.Minute, "stop after this long, whatever is left (at most 10m)")
+	flag.IntVar(&o.window, "window", 0, "print throughput for each window of this many requests, with the events stored at its start (0: off)")
 	flag.StringVar(&mix, "mix", "fresh=70,replay=20,conflict=10", "parts of fresh, replayed and conflicting requests")
 	flag.Parse()
 	if err := o.parseMix(mix); err != nil {
@@ -96,6 +98,8 @@ func (o *options) check() error {
 		return errors.New("-requests must be 1 to 1 000 000")
 	case o.users < 1 || o.duration <= 0 || o.duration > 10*time.Minute:
 		return errors.New("-users must be at least 1 and -duration from 1ns to 10m")
+	case o.window < 0:
+		return errors.New("-window must be 0 (off) or more")
 	}
 	u, err := url.Parse(o.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
