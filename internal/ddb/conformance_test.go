@@ -82,3 +82,65 @@ func TestBackendIsolatesConcurrentTransactions(t *testing.T) {
 }
 
 func s(v string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: v} }
+
+// deviation is how a backend answers a transaction cancelled by one failed
+// condition: whether the failed reason carries the old item (ALL_OLD), and
+// the code of the reason for the action that did not fail.
+type deviation struct {
+	returnsOldItem bool
+	otherCode      string
+}
+
+// dynamoDB is what DynamoDB answers; knownDeviations are the backends CI
+// runs on that answer otherwise. The code handles both (ddb.classifyCommitError
+// reads a missing item as "read it", an empty code as "None").
+var (
+	dynamoDB        = deviation{returnsOldItem: true, otherCode: "None"}
+	knownDeviations = map[string]deviation{
+		"kumo": {returnsOldItem: false, otherCode: ""},
+	}
+)
+
+func TestBackendCancellationReasons(t *testing.T) {
+	b := ddbtest.Start(t)
+	ctx := context.Background()
+	tx := func(id string) error {
+		_, err := b.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{
+				TableName:                           aws.String(b.Tables.Ledger),
+				Item:                                map[string]types.AttributeValue{"user_id": s("u"), "key": s("k"), "winner": s(id)},
+				ConditionExpression:                 aws.String("attribute_not_exists(user_id)"),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName: aws.String(b.Tables.Events),
+				Item:      map[string]types.AttributeValue{"user_id": s("u"), "event_id": s(id), "received_key": s(id)},
+			}},
+		}})
+		return err
+	}
+	if err := tx("first"); err != nil {
+		t.Fatal(err)
+	}
+	var cancelled *types.TransactionCanceledException
+	if err := tx("second"); !errors.As(err, &cancelled) || len(cancelled.CancellationReasons) != 2 {
+		t.Fatalf("backend %s: the second transaction: %v, want a cancellation with 2 reasons", b.Name, err)
+	}
+	failed, other := cancelled.CancellationReasons[0], cancelled.CancellationReasons[1]
+	if aws.ToString(failed.Code) != "ConditionalCheckFailed" {
+		t.Fatalf("backend %s: failed reason %q", b.Name, aws.ToString(failed.Code))
+	}
+	got := deviation{returnsOldItem: len(failed.Item) > 0, otherCode: aws.ToString(other.Code)}
+	if got.returnsOldItem {
+		if w, ok := failed.Item["winner"].(*types.AttributeValueMemberS); !ok || w.Value != "first" {
+			t.Errorf("backend %s: the old item is %v, want the first transaction's", b.Name, failed.Item)
+		}
+	}
+	want, known := knownDeviations[b.Name]
+	if !known {
+		want = dynamoDB
+	}
+	if got != want {
+		t.Errorf("backend %s answers %+v; expected %+v (DynamoDB: %+v): update knownDeviations and the README", b.Name, got, want, dynamoDB)
+	}
+}

@@ -24,6 +24,10 @@ import (
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
+// EnvBackendName names the implementation behind DYNAMODB_ENDPOINT ("moto",
+// "dynoxide"), so that tests can hold it to its known deviations.
+const EnvBackendName = "DYNAMODB_BACKEND"
+
 // Backend is a DynamoDB endpoint with fresh tables.
 type Backend struct {
 	Client *dynamodb.Client
@@ -33,7 +37,8 @@ type Backend struct {
 	// Endpoint is where the backend listens, for a process outside the test
 	// binary (the function under the runtime emulator).
 	Endpoint string
-	// Name says which backend this is: embedded.Name or the endpoint URL.
+	// Name says which backend this is: embedded.Name, $DYNAMODB_BACKEND, or
+	// else the endpoint URL.
 	Name string
 }
 
@@ -46,7 +51,10 @@ var (
 // Start returns a backend with fresh, empty tables, removed at the end of t.
 func Start(t testing.TB) *Backend {
 	t.Helper()
-	endpoint, name := os.Getenv(config.EnvEndpoint), os.Getenv(config.EnvEndpoint)
+	endpoint, name := os.Getenv(config.EnvEndpoint), os.Getenv(EnvBackendName)
+	if name == "" {
+		name = endpoint
+	}
 	if endpoint == "" {
 		// One embedded server per test binary, unique tables per test: the
 		// same isolation an external endpoint gets.
