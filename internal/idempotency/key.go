@@ -24,8 +24,12 @@ const canonicalUUIDLen = 36
 // returns the key in lowercase canonical form. UUIDs are case-insensitive
 // (RFC 9562), so upper- and lowercase spellings of one key name one record.
 // Leading and trailing blanks are not part of an HTTP field value (RFC 9110,
-// section 5.5), so they are dropped, as net/http and API Gateway do; braces,
-// "urn:uuid:" prefixes and hyphen-less forms are refused rather than guessed.
+// section 5.5), so they are dropped, as net/http and API Gateway do. The
+// key may also come as a Structured Field String (RFC 8941), in double
+// quotes, which is how draft-ietf-httpapi-idempotency-key-header defines the
+// header: "8e03978e-..." and the bare UUID are the same key. Braces,
+// "urn:uuid:" prefixes, hyphen-less forms, single quotes, unbalanced quotes
+// and structured-field parameters are refused rather than guessed.
 func ParseKey(values []string) (string, error) {
 	switch len(values) {
 	case 0:
@@ -41,6 +45,11 @@ func ParseKey(values []string) (string, error) {
 	// API Gateway joins repeated headers with commas into one value.
 	if strings.Contains(v, ",") {
 		return "", ErrKeyMultiple
+	}
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		// A UUID holds no '"' or backslash, so the string needs no unescaping:
+		// what is inside the quotes is the key, or it is not a UUID.
+		v = v[1 : len(v)-1]
 	}
 	return ParseUUID(v, ErrKeyInvalid)
 }

@@ -31,6 +31,17 @@ func TestParseKey(t *testing.T) {
 		{"over-long", []string{key + "0"}, "", ErrKeyInvalid},
 		{"very long", []string{strings.Repeat("a", 10000)}, "", ErrKeyInvalid},
 		{"inner blank", []string{"6f1c2a9e-3b7d-4c1e-9a52 0d8e4f7b6a31"}, "", ErrKeyInvalid},
+		{"structured field string (the draft's form)", []string{`"` + key + `"`}, key, nil},
+		{"structured field string, uppercase, blanks around", []string{` "` + strings.ToUpper(key) + `" `}, key, nil},
+		{"empty structured field string", []string{`""`}, "", ErrKeyInvalid},
+		{"one quote alone", []string{`"`}, "", ErrKeyInvalid},
+		{"opening quote only", []string{`"` + key}, "", ErrKeyInvalid},
+		{"closing quote only", []string{key + `"`}, "", ErrKeyInvalid},
+		{"quoted twice", []string{`""` + key + `""`}, "", ErrKeyInvalid},
+		{"single quotes", []string{"'" + key + "'"}, "", ErrKeyInvalid},
+		{"blanks inside the quotes", []string{`" ` + key + `"`}, "", ErrKeyInvalid},
+		{"structured field parameters", []string{`"` + key + `";a=1`}, "", ErrKeyInvalid},
+		{"escaped quote inside", []string{`"\"` + key[2:] + `"`}, "", ErrKeyInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -295,3 +295,37 @@ func TestPagesCutShortByDynamoDBAreFilled(t *testing.T) {
 		t.Fatalf("only %d Query calls were cut short", fault.Fired())
 	}
 }
+
+// TestQuotedAndBareKeysAreOneKey: the draft's Structured Field String form
+// ("<uuid>") and the bare UUID name the same ledger record, in both orders,
+// whether the replay comes from memory or from DynamoDB.
+func TestQuotedAndBareKeysAreOneKey(t *testing.T) {
+	hs := newHarness(t)
+	for _, first := range []string{"bare", "quoted"} {
+		t.Run(first+" first", func(t *testing.T) {
+			key := uuid.NewString()
+			bare, quoted := key, `"`+strings.ToUpper(key)+`"`
+			send, retry := bare, quoted
+			if first == "quoted" {
+				send, retry = quoted, bare
+			}
+			body := eventBody(t, uuid.NewString())
+			created := hs.post("alice", send, body)
+			if created.StatusCode != 201 {
+				t.Fatalf("first: %d %s", created.StatusCode, created.Body)
+			}
+			for _, env := range []*harness{hs, hs.newEnvironment()} {
+				again := env.post("alice", retry, body)
+				if again.StatusCode != 201 || again.Headers["Idempotent-Replayed"] != "true" || again.Body != created.Body {
+					t.Fatalf("retry with %s: %d %v %s", retry, again.StatusCode, again.Headers, again.Body)
+				}
+				if other := env.post("alice", retry, eventBody(t, uuid.NewString())); other.StatusCode != 409 || other.Body != seedKeyReusedBody {
+					t.Fatalf("other body with %s: %d %s", retry, other.StatusCode, other.Body)
+				}
+			}
+		})
+	}
+	if n := len(hs.b.LedgerRecords(t)); n != 2 {
+		t.Fatalf("%d ledger records, want 2 (one per key)", n)
+	}
+}
