@@ -9,7 +9,7 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: run test build lint bench load fuzz invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction
+.PHONY: run test build lint bench load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
@@ -74,6 +74,21 @@ load:
 	@ADDR=$(LOAD_ADDR) $(BIN)/sync-events-local > $(BIN)/load-server.log 2>&1 & pid=$$!; \
 	for i in $$(seq 100); do (exec 3<>/dev/tcp/$(subst :,/,$(LOAD_ADDR))) 2>/dev/null && break; sleep 0.1; done; \
 	$(BIN)/loadgen -url http://$(LOAD_ADDR) -clients $(CLIENTS) -requests $(REQUESTS) -users $(USERS) -mix $(MIX) -window $(WINDOW); rc=$$?; \
+	kill $$pid; exit $$rc
+
+## contract: make run's server on CONTRACT_ADDR, fuzzed against openapi/openapi.yaml by schemathesis (on PATH: pip install -r .ci/requirements-contract.txt)
+SCHEMATHESIS      ?= schemathesis
+CONTRACT_ADDR     ?= 127.0.0.1:3998
+CONTRACT_EXAMPLES ?= 100
+CONTRACT_TIMEOUT  ?= 600
+contract:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/sync-events-local ./cmd/sync-events-local
+	@ADDR=$(CONTRACT_ADDR) $(BIN)/sync-events-local > $(BIN)/contract-server.log 2>&1 & pid=$$!; \
+	for i in $$(seq 100); do (exec 3<>/dev/tcp/$(subst :,/,$(CONTRACT_ADDR))) 2>/dev/null && break; sleep 0.1; done; \
+	SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH=openapi timeout $(CONTRACT_TIMEOUT) $(SCHEMATHESIS) run openapi/openapi.yaml \
+	  --url http://$(CONTRACT_ADDR) --checks all --max-examples $(CONTRACT_EXAMPLES) --seed 20261202 \
+	  --phases examples,coverage,fuzzing,stateful --workers 1 --report junit --report-dir $(BIN)/contract-report; rc=$$?; \
 	kill $$pid; exit $$rc
 
 ## tools: staticcheck, benchstat and the Lambda Runtime Interface Emulator, pinned in tools/go.mod

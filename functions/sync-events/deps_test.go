@@ -29,6 +29,7 @@ func TestLambdaBinaryLeavesOutTheDevBackends(t *testing.T) {
 		"github.com/sync-events/sync-events/internal/ddb/ddbtest",
 		"github.com/sync-events/sync-events/internal/devserver",
 		"github.com/sync-events/sync-events/internal/rie",
+		"github.com/sync-events/sync-events/openapi", "github.com/pb33f",
 		"testing",
 	}
 	for _, dep := range deps {

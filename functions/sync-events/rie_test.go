@@ -19,6 +19,7 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/rie"
+	"github.com/sync-events/sync-events/openapi"
 )
 
 // buildBinaries builds this function's bootstrap (with the Lambda build's
@@ -74,6 +75,10 @@ type expectation struct {
 func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 	var logs strings.Builder
 	fn := startFunction(t, &logs)
+	contract, err := openapi.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	raw, err := os.ReadFile("../../events/expected.json")
 	if err != nil {
@@ -107,6 +112,13 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 		var resp events.APIGatewayV2HTTPResponse
 		if err := json.Unmarshal(out, &resp); err != nil {
 			t.Fatalf("%s: answer %s: %v", want.Event, out, err)
+		}
+		var req events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(event, &req); err != nil {
+			t.Fatalf("%s: %v", want.Event, err)
+		}
+		if err := contract.Check(req, resp); err != nil {
+			t.Errorf("%s: contract: %v", want.Event, err)
 		}
 		var body struct{ Error string }
 		json.Unmarshal([]byte(resp.Body), &body) //nolint:errcheck // a 2xx body has no error field

@@ -3,6 +3,8 @@ package syncevent
 import (
 	"encoding/base64"
 	"errors"
+	"math/rand/v2"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -62,5 +64,36 @@ func TestPositionRoundTrips(t *testing.T) {
 		if _, err := ParseCursor(base64.RawURLEncoding.EncodeToString([]byte(bad))); !errors.Is(err, ErrBadPosition) {
 			t.Errorf("ParseCursor(%q) = %v", bad, err)
 		}
+	}
+}
+
+// TestCursorPatternIsExactlyTheCursors: every string the documented
+// pattern admits is a position that encodes back to itself, and strings
+// one step outside it are refused, so that a client holding to the OpenAPI
+// document cannot send a cursor the API refuses.
+func TestCursorPatternIsExactlyTheCursors(t *testing.T) {
+	pattern := regexp.MustCompile(CursorPattern)
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		b := []byte("AAA")
+		for range 29 {
+			b = append(b, alphabet[rng.IntN(len(alphabet))])
+		}
+		c := string(b)
+		pos, err := ParseCursor(c)
+		if err != nil || pos.Cursor() != c || !pattern.MatchString(c) {
+			t.Fatalf("ParseCursor(%q) = %v, %v; re-encoded %q", c, pos, err, pos.Cursor())
+		}
+		outside := []string{c[:31], c + "A", "AAB" + c[3:], "B" + c[1:], c[:31] + "=", c[:31] + "+", c[:31] + "/"}
+		for _, bad := range outside {
+			if _, err := ParseCursor(bad); err == nil || pattern.MatchString(bad) {
+				t.Fatalf("%q: ParseCursor err %v, pattern match %v: the two disagree", bad, err, pattern.MatchString(bad))
+			}
+		}
+	}
+	now := Position{ReceivedAt: time.Now().UTC().Truncate(time.Millisecond), ID: "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31"}
+	if !pattern.MatchString(now.Cursor()) {
+		t.Fatalf("a cursor of today, %q, is outside the pattern", now.Cursor())
 	}
 }

@@ -100,10 +100,12 @@ func TestStalledAnswerAnswers503BeforeTheDeadline(t *testing.T) {
 	const budget = 1500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	resp, err := hs.h.Handle(ctx, apiRequest("POST", "alice", key, body))
+	req := apiRequest("POST", "alice", key, body)
+	resp, err := hs.h.Handle(ctx, req)
 	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
 		t.Fatalf("got %d %v %s, %v", resp.StatusCode, resp.Headers, resp.Body, err)
 	}
+	checkContract(t, req, resp)
 	if ctx.Err() != nil {
 		t.Fatal("the handler answered only after the deadline")
 	}

@@ -25,6 +25,7 @@ func FuzzHandler(f *testing.F) {
 		if err != nil || resp.StatusCode >= 500 {
 			t.Fatalf("%d %s, %v", resp.StatusCode, resp.Body, err)
 		}
+		checkContract(t, req, resp)
 		writes := hs.b.Transport.Succeeded("TransactWriteItems") - before
 		switch {
 		case resp.StatusCode == 201 && resp.Headers["Idempotent-Replayed"] != "true" && writes != 1:

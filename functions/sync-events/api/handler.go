@@ -93,15 +93,16 @@ func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest
 	if requestPath(req) != EventsPath {
 		return rejected(errNotFound)
 	}
-	method := req.RequestContext.HTTP.Method
-	if method == http.MethodGet {
+	switch req.RequestContext.HTTP.Method {
+	case http.MethodGet:
 		return h.list(ctx, req)
-	}
-	if !isMutation(method) {
+	case http.MethodPost:
+	default:
+		// A method the resource does not take is refused as such (RFC 9110,
+		// 15.5.6), before anything about the request is looked at.
 		return rejected(methodNotAllowed(allowedMethods))
 	}
-	// Every mutation needs a caller and a key, even one this route does not
-	// take: the seed's rule, applied before the method is looked at.
+	// Every mutation needs a caller and a key.
 	user, apiErr := userID(req)
 	if apiErr != nil {
 		return rejected(apiErr)
@@ -110,20 +111,25 @@ func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest
 	if apiErr != nil {
 		return rejected(apiErr)
 	}
-	if method != http.MethodPost {
-		return rejected(methodNotAllowed(allowedMethods))
-	}
 	return h.post(ctx, req, user, key)
 }
 
 const allowedMethods = "GET, POST"
 
+// isMutation reports a method that changes state: its failures are worded
+// for a retry with the same key.
 func isMutation(method string) bool {
 	switch method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		return true
 	}
 	return false
+}
+
+// Routes lists, as "METHOD path", what the handler answers with anything
+// but a refusal. The OpenAPI document must describe exactly these.
+func Routes() []string {
+	return []string{http.MethodGet + " " + EventsPath, http.MethodPost + " " + EventsPath}
 }
 
 // requestPath is the path the request was for, without what API Gateway

@@ -24,6 +24,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/openapi"
 )
 
 // harness is the real handler on a real DynamoDB-compatible backend.
@@ -144,7 +145,21 @@ func (hs *harness) do(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTT
 	if err != nil {
 		hs.t.Fatalf("Handle returned an error: %v", err)
 	}
+	checkContract(hs.t, req, resp)
 	return resp
+}
+
+// checkContract holds an exchange to openapi.yaml: every request a test
+// sends through the handler, and every answer, is checked against it.
+func checkContract(t testing.TB, req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	c, err := openapi.Load()
+	if err == nil {
+		err = c.Check(req, resp)
+	}
+	if err != nil {
+		t.Errorf("contract: %v", err)
+	}
 }
 
 func (hs *harness) post(user, key, body string) events.APIGatewayV2HTTPResponse {

@@ -1,0 +1,227 @@
+// Package openapi owns the API's contract: openapi.yaml, the OpenAPI 3.1
+// document clients are generated from, and the check that holds an
+// exchange (an API Gateway event and the function's answer) to it. Tests
+// use the check; the Lambda never links this package (a test of its
+// dependency list holds that).
+package openapi
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	_ "embed"
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	verrors "github.com/pb33f/libopenapi-validator/errors"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+)
+
+// Document is openapi.yaml as committed.
+//
+//go:embed openapi.yaml
+var Document []byte
+
+// Contract is the loaded document and its validator.
+type Contract struct {
+	mu        sync.Mutex // the validator caches as it goes
+	validator validator.Validator
+	model     *v3.Document
+}
+
+var (
+	loaded   *Contract
+	loadErr  error
+	loadOnce sync.Once
+)
+
+// Load parses Document once and checks it against the OpenAPI 3.1 schema.
+func Load() (*Contract, error) {
+	loadOnce.Do(func() { loaded, loadErr = load() })
+	return loaded, loadErr
+}
+
+func load() (*Contract, error) {
+	doc, err := libopenapi.NewDocument(Document)
+	if err != nil {
+		return nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	model, err := doc.BuildV3Model()
+	if err != nil {
+		return nil, fmt.Errorf("openapi.yaml: %w", err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("openapi.yaml: %w", errors.Join(errs...))
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		return nil, fmt.Errorf("openapi.yaml is not a valid OpenAPI document: %s", describe(verrs))
+	}
+	return &Contract{validator: v, model: &model.Model}, nil
+}
+
+// ErrorCodes is the ErrorCode enum: the closed list of codes.
+func (c *Contract) ErrorCodes() []string {
+	schema := c.model.Components.Schemas.GetOrZero("ErrorCode").Schema()
+	var codes []string
+	for _, n := range schema.Enum {
+		codes = append(codes, n.Value)
+	}
+	return codes
+}
+
+// QueryPattern is the pattern of a query parameter of an operation, or "".
+func (c *Contract) QueryPattern(path, method, name string) string {
+	op, ok := c.model.Paths.PathItems.GetOrZero(path).GetOperations().Get(method)
+	if !ok {
+		return ""
+	}
+	for _, p := range op.Parameters {
+		if p.In == "query" && p.Name == name && p.Schema != nil {
+			return p.Schema.Schema().Pattern
+		}
+	}
+	return ""
+}
+
+// Operations lists "METHOD /path" for every operation in the document.
+func (c *Contract) Operations() []string {
+	var ops []string
+	for path, item := range c.model.Paths.PathItems.FromOldest() {
+		for method := range item.GetOperations().FromOldest() {
+			ops = append(ops, strings.ToUpper(method)+" "+path)
+		}
+	}
+	slices.Sort(ops)
+	return ops
+}
+
+// Check holds one exchange to the document. The answer must be one the
+// document lists for the operation (status, headers, body). The request is
+// held to the document only when the function accepted it (2xx): a request
+// the document calls invalid must not succeed, while a refused one may be
+// anything. A path the document does not have must be answered 404.
+func (c *Contract) Check(req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) error {
+	hreq, err := httpRequest(req)
+	if err != nil {
+		return err
+	}
+	hresp := httpResponse(hreq, resp)
+	item := c.model.Paths.PathItems.GetOrZero(hreq.URL.Path)
+	if item == nil {
+		return wantRefusal(hreq, resp, http.StatusNotFound, "NOT_FOUND")
+	}
+	// Methods are case-sensitive (RFC 9110, 9.1): "post" is not POST.
+	if _, ok := item.GetOperations().Get(strings.ToLower(hreq.Method)); !ok || hreq.Method != strings.ToUpper(hreq.Method) {
+		if resp.Headers["Allow"] != "GET, POST" {
+			return fmt.Errorf("%s %s: Allow %q, want \"GET, POST\"", hreq.Method, hreq.URL.Path, resp.Headers["Allow"])
+		}
+		return wantRefusal(hreq, resp, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if resp.StatusCode < 300 {
+		if ok, errs := c.validator.ValidateHttpRequestSync(hreq); !ok {
+			return fmt.Errorf("%s %s was answered %d, but the document refuses the request: %s", hreq.Method, hreq.URL.Path, resp.StatusCode, describe(errs))
+		}
+	}
+	if ok, errs := c.validator.ValidateHttpResponse(hreq, hresp); !ok {
+		return fmt.Errorf("%s %s: the answer %d %s breaks the document: %s", hreq.Method, hreq.URL.Path, resp.StatusCode, resp.Body, describe(errs))
+	}
+	return nil
+}
+
+// wantRefusal checks that a request outside the document was refused with
+// status and code.
+func wantRefusal(req *http.Request, resp events.APIGatewayV2HTTPResponse, status int, code string) error {
+	var body struct{ Error string }
+	if resp.StatusCode != status || json.Unmarshal([]byte(resp.Body), &body) != nil || body.Error != code {
+		return fmt.Errorf("%s %s is not in the document, and was answered %d %s instead of %d %s", req.Method, req.URL.Path, resp.StatusCode, resp.Body, status, code)
+	}
+	return nil
+}
+
+// apiPath is the path the client addressed, relative to the API's base URL
+// (the document's server): the path of the static route API Gateway
+// matched, else the raw path less the stage that API Gateway puts in front
+// of it on a named stage of the generated execute-api domain (a custom
+// domain adds none).
+func apiPath(req events.APIGatewayV2HTTPRequest) string {
+	if _, route, ok := strings.Cut(req.RouteKey, " "); ok && !strings.Contains(route, "{") {
+		return route
+	}
+	path := req.RawPath
+	if path == "" {
+		path = req.RequestContext.HTTP.Path
+	}
+	if stage := req.RequestContext.Stage; stage != "" && stage != "$default" && strings.Contains(req.RequestContext.DomainName, ".execute-api.") {
+		if rest, ok := strings.CutPrefix(path, "/"+stage); ok && strings.HasPrefix(rest, "/") {
+			return rest
+		}
+	}
+	return path
+}
+
+// httpRequest is the HTTP request an API Gateway event stands for. A body
+// marked base64 that does not decode is kept as it came: the function
+// refuses it, and only its answer is checked.
+func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(req.Body); err == nil {
+			body = b
+		}
+	}
+	url := "https://" + req.RequestContext.DomainName + apiPath(req)
+	if req.RawQueryString != "" {
+		url += "?" + req.RawQueryString
+	} else if len(req.QueryStringParameters) > 0 {
+		q := make([]string, 0, len(req.QueryStringParameters))
+		for k, v := range req.QueryStringParameters {
+			q = append(q, k+"="+v)
+		}
+		url += "?" + strings.Join(q, "&")
+	}
+	hreq, err := http.NewRequest(req.RequestContext.HTTP.Method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("event as an HTTP request: %w", err)
+	}
+	for k, v := range req.Headers {
+		// HTTP drops the blanks around a field value (RFC 9110, 5.5).
+		hreq.Header.Set(k, strings.Trim(v, " \t"))
+	}
+	return hreq, nil
+}
+
+func httpResponse(req *http.Request, resp events.APIGatewayV2HTTPResponse) *http.Response {
+	h := http.Header{}
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	return &http.Response{StatusCode: resp.StatusCode, Header: h, Request: req, Body: io.NopCloser(strings.NewReader(resp.Body))}
+}
+
+func describe(errs []*verrors.ValidationError) string {
+	var b strings.Builder
+	for i, e := range errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Message)
+		if e.Reason != "" {
+			b.WriteString(": " + e.Reason)
+		}
+		for _, s := range e.SchemaValidationErrors {
+			b.WriteString(" [" + s.FieldPath + ": " + s.Reason + "]")
+		}
+	}
+	return b.String()
+}
