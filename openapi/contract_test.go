@@ -1,6 +1,11 @@
 package openapi_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+
+	"go.yaml.in/yaml/v3"
 	"slices"
 	"testing"
 
@@ -55,5 +60,43 @@ func TestCursorPatternIsTheCodes(t *testing.T) {
 	}
 	if got := c.QueryPattern("/api/v1/sync/events", "get", "cursor"); got != syncevent.CursorPattern {
 		t.Fatalf("the document's cursor pattern is %q, the code's %q", got, syncevent.CursorPattern)
+	}
+}
+
+// TestRequestExampleIsTheEventsFile: the document's POST example is the body
+// of events/post-fresh.json, so the two cannot drift apart.
+func TestRequestExampleIsTheEventsFile(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct {
+					Examples map[string]struct{ Value any }
+				}
+			} `yaml:"requestBody"`
+		}
+	}
+	if err := yaml.Unmarshal(openapi.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	example := doc.Paths["/api/v1/sync/events"]["post"].RequestBody.Content["application/json"].Examples["fresh"].Value
+	if example == nil {
+		t.Fatal("no POST example named fresh")
+	}
+	raw, err := os.ReadFile("../events/post-fresh.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event struct{ Body string }
+	if err := json.Unmarshal(raw, &event); err != nil {
+		t.Fatal(err)
+	}
+	var body any
+	if err := json.Unmarshal([]byte(event.Body), &body); err != nil {
+		t.Fatal(err)
+	}
+	exampleJSON, _ := json.Marshal(example)
+	bodyJSON, _ := json.Marshal(body)
+	if !bytes.Equal(exampleJSON, bodyJSON) {
+		t.Fatalf("the document's example is %s, events/post-fresh.json sends %s", exampleJSON, bodyJSON)
 	}
 }
