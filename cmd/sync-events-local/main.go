@@ -21,6 +21,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/metrics"
 )
 
 func main() {
@@ -48,7 +49,8 @@ func run(log *slog.Logger) error {
 	if local.Embedded {
 		backend = "embedded"
 	}
-	h, err := api.NewFromConfig(ctx, cfg, log)
+	// The metrics lines the Lambda writes, on the same output as the logs.
+	h, err := api.NewFromConfig(ctx, cfg, api.Output{Log: log, Metrics: metrics.NewWriter(os.Stdout, "sync-events-local")})
 	if err != nil {
 		return err
 	}

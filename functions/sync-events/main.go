@@ -12,6 +12,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/metrics"
 )
 
 func main() {
@@ -21,7 +22,9 @@ func main() {
 		os.Exit(1)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	h, err := api.NewFromConfig(context.Background(), cfg, log)
+	// AWS_LAMBDA_FUNCTION_NAME is set by Lambda: the metrics' FunctionName.
+	out := api.Output{Log: log, Metrics: metrics.NewWriter(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))}
+	h, err := api.NewFromConfig(context.Background(), cfg, out)
 	if err != nil {
 		log.Error("start-up failed", "error", err.Error())
 		os.Exit(1)

@@ -54,7 +54,11 @@ func (l *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []ty
 	if err == nil {
 		return nil
 	}
-	return classifyCommitError(err)
+	err = classifyCommitError(err)
+	if errors.Is(err, ErrThrottled) {
+		noteThrottle(ctx)
+	}
+	return err
 }
 
 // classifyCommitError maps a cancelled transaction to the idempotency errors.

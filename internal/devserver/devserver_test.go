@@ -27,7 +27,7 @@ func TestDevServerServesTheRealHandler(t *testing.T) {
 	b := ddbtest.Start(t)
 	cfg := config.Defaults()
 	cfg.IdempotencyTable, cfg.EventsTable = b.Tables.Ledger, b.Tables.Events
-	h := api.Wire(b.Client, cfg, slog.New(slog.DiscardHandler))
+	h := api.Wire(b.Client, cfg, api.Output{Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(devserver.Handler(h.Handle))
 	defer srv.Close()
 

@@ -60,6 +60,9 @@ type Result struct {
 	// FromCache is set when a Replayed or KeyReused answer came from the
 	// replay cache, with no DynamoDB call.
 	FromCache bool
+	// ConflictRetries is how many times the transaction was tried again
+	// after a conflict with a concurrent one.
+	ConflictRetries int
 }
 
 // Replayed reports whether the answer is a stored one.
@@ -127,13 +130,14 @@ func (l *Flow) Do(ctx context.Context, req Request, execute Executor) (Result, e
 	for attempt := 1; ; attempt++ {
 		res, retry, err := l.commit(ctx, rec, exec)
 		if !retry {
+			res.ConflictRetries = attempt - 1
 			return res, err
 		}
 		if attempt >= l.attempts {
-			return Result{Outcome: ConflictExhausted}, ErrBusy
+			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, ErrBusy
 		}
 		if err := sleep(ctx, l.backoff(attempt)); err != nil {
-			return Result{Outcome: ConflictExhausted}, fmt.Errorf("%w: %w", ErrBusy, err)
+			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 	}
 }

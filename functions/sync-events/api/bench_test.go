@@ -66,7 +66,7 @@ func benchHandlerCache(b *testing.B, transport http.RoundTripper, cacheBytes int
 	client := benchClient(b, transport)
 	cfg := tablesConfig(ddb.TableNames{Ledger: "ledger", Events: "events"})
 	cfg.ReplayCacheBytes = cacheBytes
-	return api.Wire(client, cfg, slog.New(slog.DiscardHandler))
+	return api.Wire(client, cfg, api.Output{Log: slog.New(slog.DiscardHandler)})
 }
 
 // oneKBEvent is a POST of about 1 KB, as API Gateway delivers it.

@@ -19,7 +19,9 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -51,16 +53,20 @@ type Handler struct {
 	events       EventStore
 	maxBodyBytes int
 	log          *slog.Logger
+	metrics      *metrics.Writer
 }
 
 // outcome is what a request came to, for the log line.
 type outcome struct {
 	status int
-	result string // an idempotency.Outcome, or "rejected" / "error" / "read"
+	result string // one of metrics.Outcomes
+	code   string // the API error code answered, if any
 	key    string
 	err    error
 	// fromCache: the answer came from the replay cache, with no DynamoDB call.
 	fromCache bool
+	// conflictRetries: transactions retried after a conflict.
+	conflictRetries int
 }
 
 // Handle is the Lambda handler. It never returns an error: every failure is
@@ -68,18 +74,30 @@ type outcome struct {
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
 	start := time.Now()
 	var out outcome
+	ctx, calls := ddb.CountCalls(ctx)
 	defer func() {
 		if p := recover(); p != nil {
-			out = outcome{result: "error", key: out.key, err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
+			out = outcome{result: "error", code: CodeInternal, key: out.key, err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
 			resp = errorResponse(errInternal.forMethod(req.RequestContext.HTTP.Method))
 		}
 		out.status = resp.StatusCode
-		h.logRequest(ctx, &req, out, time.Since(start))
+		h.report(ctx, &req, out, time.Since(start), calls())
 	}()
 	ctx, cancel := withDeadlineMargin(ctx)
 	defer cancel()
 	resp, out = h.route(ctx, &req)
 	return resp, nil
+}
+
+// report writes the request's log line and its metrics line.
+func (h *Handler) report(ctx context.Context, req *events.APIGatewayV2HTTPRequest, out outcome, took time.Duration, calls ddb.CallStats) {
+	requestID, traceID := lambdaRequestID(ctx, req), lambdaTraceID(ctx)
+	h.logRequest(ctx, req, out, took, requestID, traceID)
+	h.metrics.Write(metrics.Request{
+		Outcome: out.result, ErrorCode: out.code, RequestID: requestID, TraceID: traceID, Latency: took,
+		Calls: calls.Calls, Retries: calls.Retries(), Throttles: calls.Throttles, CallLatency: calls.Latency,
+		ConflictRetries: out.conflictRetries,
+	})
 }
 
 func withDeadlineMargin(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -168,13 +186,20 @@ func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest,
 	mreq := idempotency.Request{UserID: user, Key: key, Method: http.MethodPost, Route: EventsPath, CanonicalBody: canonical}
 	res, err := h.ledger.Do(ctx, mreq, h.storeEvent(ev))
 	if err != nil {
-		return failed(err, key, req)
+		r, o := failed(err, key, req)
+		if res.Outcome == idempotency.ConflictExhausted {
+			o.result = string(res.Outcome)
+		}
+		o.conflictRetries = res.ConflictRetries
+		return r, o
 	}
-	out := outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache}
+	out := outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache, conflictRetries: res.ConflictRetries}
 	switch res.Outcome {
 	case idempotency.KeyReused:
+		out.code = CodeKeyReused
 		return errorResponse(errKeyReused), out
 	case idempotency.WriteRejected: // the one write: the event's id is taken
+		out.code = CodeEventAlreadyExists
 		return errorResponse(errEventExists), out
 	}
 	resp := jsonResponse(res.StatusCode, res.Body)
@@ -271,13 +296,21 @@ func pageParams(q map[string]string) (limit int, after syncevent.Position, _ *Er
 	return limit, after, nil
 }
 
+// rejected refuses the request as sent: nothing was tried.
 func rejected(e *Error) (events.APIGatewayV2HTTPResponse, outcome) {
-	return errorResponse(e), outcome{result: "rejected"}
+	return errorResponse(e), outcome{result: "refused", code: e.Code}
 }
 
-// failed answers a request that failed after its input was accepted.
+// failed answers a request that failed after its input was accepted: an
+// error if the service is at fault (5xx), a refusal if the mutation itself
+// cannot be stored (too large for a transaction, the user's storage full).
 func failed(err error, key string, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	return errorResponse(failureAnswer(err, req.RequestContext.HTTP.Method)), outcome{result: "error", key: key, err: err}
+	e := failureAnswer(err, req.RequestContext.HTTP.Method)
+	result := "refused"
+	if e.Status >= http.StatusInternalServerError {
+		result = "error"
+	}
+	return errorResponse(e), outcome{result: result, code: e.Code, key: key, err: err}
 }
 
 func errorResponse(e *Error) events.APIGatewayV2HTTPResponse {
@@ -299,9 +332,10 @@ func jsonResponse(status int, body []byte) events.APIGatewayV2HTTPResponse {
 // logRequest writes the request's one log line. It carries no body, no
 // token, no user id and only the first 8 characters of the key: enough to
 // correlate a client's retries, not enough to replay them.
-func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRequest, out outcome, took time.Duration) {
+func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRequest, out outcome, took time.Duration, requestID, traceID string) {
 	attrs := []slog.Attr{
-		slog.String("request_id", lambdaRequestID(ctx, req)),
+		slog.String("request_id", requestID),
+		slog.String("trace_id", traceID),
 		slog.String("method", req.RequestContext.HTTP.Method),
 		slog.String("path", loggedPath(req)),
 		slog.Int("status", out.status),
@@ -310,6 +344,9 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 	}
 	if out.key != "" {
 		attrs = append(attrs, slog.String("key_prefix", out.key[:8]))
+	}
+	if out.code != "" {
+		attrs = append(attrs, slog.String("error_code", out.code))
 	}
 	if out.fromCache {
 		attrs = append(attrs, slog.Bool("from_cache", true))
@@ -359,4 +396,17 @@ func lambdaRequestID(ctx context.Context, req *events.APIGatewayV2HTTPRequest) s
 		return lc.AwsRequestID
 	}
 	return req.RequestContext.RequestID
+}
+
+// lambdaTraceID is the X-Ray trace id of the invocation (the Root field of
+// the trace header the runtime passes), joining the log line and the
+// metrics line to the trace; "" where there is no trace (local runs).
+func lambdaTraceID(ctx context.Context) string {
+	header, _ := ctx.Value("x-amzn-trace-id").(string) // aws-lambda-go's key
+	for field := range strings.SplitSeq(header, ";") {
+		if root, ok := strings.CutPrefix(field, "Root="); ok {
+			return root
+		}
+	}
+	return ""
 }

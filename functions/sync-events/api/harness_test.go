@@ -24,6 +24,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/openapi"
 )
 
@@ -34,14 +35,23 @@ type harness struct {
 	h     *api.Handler
 	logMu sync.Mutex
 	logs  bytes.Buffer
+	// metrics holds the handler's metrics lines, under logMu too.
+	metrics bytes.Buffer
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	hs := &harness{t: t, b: ddbtest.Start(t)}
-	log := slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil))
-	hs.h = api.Wire(hs.b.Client, tablesConfig(hs.b.Tables), log)
+	hs.h = api.Wire(hs.b.Client, tablesConfig(hs.b.Tables), hs.output())
 	return hs
+}
+
+// output sends the handler's log and metrics lines to hs's buffers.
+func (hs *harness) output() api.Output {
+	return api.Output{
+		Log:     slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil)),
+		Metrics: metrics.NewWriter(syncWriter{&hs.logMu, &hs.metrics}, "sync-events-test"),
+	}
 }
 
 // forTest is hs for one fuzz execution: the same handler and backend,
@@ -55,7 +65,7 @@ func (hs *harness) forTest(t testing.TB) *harness {
 func (hs *harness) newEnvironment() *harness {
 	hs.t.Helper()
 	other := &harness{t: hs.t, b: hs.b}
-	other.h = api.Wire(hs.b.Client, tablesConfig(hs.b.Tables), slog.New(slog.NewJSONHandler(syncWriter{&other.logMu, &other.logs}, nil)))
+	other.h = api.Wire(hs.b.Client, tablesConfig(hs.b.Tables), other.output())
 	return other
 }
 

@@ -9,11 +9,12 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/metrics"
 )
 
 // NewFromConfig builds the DynamoDB client from cfg, once per execution
 // environment, and wires the handler on it.
-func NewFromConfig(ctx context.Context, cfg config.Config, log *slog.Logger) (*Handler, error) {
+func NewFromConfig(ctx context.Context, cfg config.Config, out Output) (*Handler, error) {
 	client, err := ddb.NewClient(ctx, ddb.ClientOptions{
 		Endpoint: cfg.Endpoint,
 		// Local endpoints accept any signature; AWS never sees these.
@@ -22,15 +23,26 @@ func NewFromConfig(ctx context.Context, cfg config.Config, log *slog.Logger) (*H
 	if err != nil {
 		return nil, err
 	}
-	return Wire(client, cfg, log), nil
+	return Wire(client, cfg, out), nil
+}
+
+// Output is where the handler reports each request: one log line to Log
+// and one metrics line to Metrics (none if nil).
+type Output struct {
+	Log     *slog.Logger
+	Metrics *metrics.Writer
 }
 
 // Wire is the one place the handler is put together: the ledger table's
 // store, the exactly-once flow over it with its replay cache, and the
-// events table, on client.
+// events table, on client (its calls counted for the metrics).
 // The Lambda, make run and every test use it.
-func Wire(client *dynamodb.Client, cfg config.Config, log *slog.Logger) *Handler {
+func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
+	client = ddb.WithCallStats(client)
 	ledger := idempotency.NewFlow(ddb.NewLedger(client, cfg.IdempotencyTable), cfg.Retention)
 	ledger.UseReplayCache(idempotency.NewReplayCache(cfg.ReplayCacheBytes))
-	return &Handler{ledger: ledger, events: ddb.NewEvents(client, cfg.EventsTable), maxBodyBytes: cfg.MaxBodyBytes, log: log}
+	return &Handler{
+		ledger: ledger, events: ddb.NewEvents(client, cfg.EventsTable), maxBodyBytes: cfg.MaxBodyBytes,
+		log: out.Log, metrics: out.Metrics,
+	}
 }
