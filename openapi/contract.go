@@ -25,6 +25,11 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 )
 
+// ErrNotHTTP reports an event that no HTTP request could have produced
+// (a method that is not a token, say): API Gateway never delivers one, so
+// the document has nothing to say about it. Fuzzed events can be such.
+var ErrNotHTTP = errors.New("the event is not an HTTP request")
+
 // Document is openapi.yaml as committed.
 //
 //go:embed openapi.yaml
@@ -192,7 +197,7 @@ func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	}
 	hreq, err := http.NewRequest(req.RequestContext.HTTP.Method, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("event as an HTTP request: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNotHTTP, err)
 	}
 	for k, v := range req.Headers {
 		// HTTP drops the blanks around a field value (RFC 9110, 5.5).

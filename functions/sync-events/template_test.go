@@ -1,15 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/metrics"
 )
 
 // cfnValue is a template value: a plain scalar, or an intrinsic function
@@ -20,7 +23,7 @@ type cfnValue struct {
 }
 
 func (v *cfnValue) UnmarshalYAML(n *yaml.Node) error {
-	if n.Tag != "" && n.Tag[0] == '!' {
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") { // "!!str" is YAML's own
 		v.Tag = n.Tag
 	}
 	return n.Decode(&v.Value)
@@ -85,11 +88,18 @@ type functionProps struct {
 	LoggingConfig struct {
 		LogFormat string `yaml:"LogFormat"`
 	} `yaml:"LoggingConfig"`
-	Policies []struct {
-		Statement []struct {
-			Action   []string `yaml:"Action"`
-			Resource cfnValue `yaml:"Resource"`
-		} `yaml:"Statement"`
+	Role cfnValue `yaml:"Role"`
+}
+
+type roleProps struct {
+	ManagedPolicyArns []string `yaml:"ManagedPolicyArns"`
+	Policies          []struct {
+		PolicyDocument struct {
+			Statement []struct {
+				Action   []string `yaml:"Action"`
+				Resource cfnValue `yaml:"Resource"`
+			} `yaml:"Statement"`
+		} `yaml:"PolicyDocument"`
 	} `yaml:"Policies"`
 }
 
@@ -122,11 +132,13 @@ func TestTemplateFunction(t *testing.T) {
 		t.Fatalf("no SyncEventsFunction (%+v)", fn)
 	}
 	props := decode[functionProps](t, fn.Properties)
-	meta := decode[map[string]string](t, fn.Metadata)
+	meta := decode[struct {
+		BuildMethod string `yaml:"BuildMethod"`
+	}](t, fn.Metadata)
 	if props.Handler != "bootstrap" || tpl.Globals.Function.Runtime != "provided.al2023" ||
-		!slices.Equal(tpl.Globals.Function.Architectures, []string{"arm64"}) || meta["BuildMethod"] != "makefile" {
+		!slices.Equal(tpl.Globals.Function.Architectures, []string{"arm64"}) || meta.BuildMethod != "makefile" {
 		t.Fatalf("handler %q, runtime %q, architectures %v, build %q", props.Handler, tpl.Globals.Function.Runtime,
-			tpl.Globals.Function.Architectures, meta["BuildMethod"])
+			tpl.Globals.Function.Architectures, meta.BuildMethod)
 	}
 	if props.LoggingConfig.LogFormat != "JSON" {
 		t.Fatalf("log format %q", props.LoggingConfig.LogFormat)
@@ -157,14 +169,23 @@ func TestTemplateFunction(t *testing.T) {
 	}
 }
 
-// TestTemplatePolicyIsLeastPrivilege: exactly the item actions the code's
-// calls need (TransactWriteItems is authorised per item, as PutItem), on
-// exactly its tables.
+// TestTemplatePolicyIsLeastPrivilege: the function's own role grants
+// exactly the item actions the code's calls need (TransactWriteItems is
+// authorised per item, as PutItem) on exactly its tables, log writes to its
+// own log group, and X-Ray's two actions, which take no resource.
 func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
-	props := decode[functionProps](t, loadTemplate(t).Resources["SyncEventsFunction"].Properties)
+	tpl := loadTemplate(t)
+	fn := decode[functionProps](t, tpl.Resources["SyncEventsFunction"].Properties)
+	if fn.Role != (cfnValue{"!GetAtt", "SyncEventsFunctionRole.Arn"}) {
+		t.Fatalf("the function's role is %+v, want the template's SyncEventsFunctionRole", fn.Role)
+	}
+	role := decode[roleProps](t, tpl.Resources["SyncEventsFunctionRole"].Properties)
+	if len(role.ManagedPolicyArns) != 0 {
+		t.Fatalf("managed policies %v: each grants more than the code needs", role.ManagedPolicyArns)
+	}
 	got := map[string][]string{}
-	for _, p := range props.Policies {
-		for _, s := range p.Statement {
+	for _, p := range role.Policies {
+		for _, s := range p.PolicyDocument.Statement {
 			got[s.Resource.Tag+" "+s.Resource.Value] = append(got[s.Resource.Tag+" "+s.Resource.Value], s.Action...)
 		}
 	}
@@ -172,6 +193,8 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 		"!GetAtt IdempotencyTable.Arn":                         {"dynamodb:PutItem", "dynamodb:GetItem"},
 		"!GetAtt EventsTable.Arn":                              {"dynamodb:PutItem"},
 		"!Sub ${EventsTable.Arn}/index/" + ddb.ByReceivedIndex: {"dynamodb:Query"},
+		"!GetAtt FunctionLogGroup.Arn":                         {"logs:CreateLogStream", "logs:PutLogEvents"},
+		" *":                                                   {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
 	}
 	if !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("policy grants %v, want %v", got, want)
@@ -234,5 +257,112 @@ func TestTemplateTablesMatchTheCode(t *testing.T) {
 				t.Errorf("deletion protection %+v, want the DeletionProtection parameter", props.DeletionProtectionEnabled)
 			}
 		})
+	}
+}
+
+// alarmProps is what an alarm reads: one metric, or metric math over several.
+type alarmProps struct {
+	Namespace  string `yaml:"Namespace"`
+	MetricName string `yaml:"MetricName"`
+	Dimensions []struct {
+		Name  string   `yaml:"Name"`
+		Value cfnValue `yaml:"Value"`
+	} `yaml:"Dimensions"`
+	Metrics []struct {
+		MetricStat *struct {
+			Metric struct {
+				Namespace  string `yaml:"Namespace"`
+				MetricName string `yaml:"MetricName"`
+			} `yaml:"Metric"`
+		} `yaml:"MetricStat"`
+	} `yaml:"Metrics"`
+	AlarmActions []cfnValue `yaml:"AlarmActions"`
+}
+
+// TestTemplateAlarmsAndDashboardReadTheCodesMetrics: every metric of the
+// service's namespace that an alarm or the dashboard reads is one the code
+// writes (internal/metrics), with an Outcome the code reports and its
+// FunctionName; every alarm notifies the topic; the rollback alarms exist.
+func TestTemplateAlarmsAndDashboardReadTheCodesMetrics(t *testing.T) {
+	tpl := loadTemplate(t)
+	emitted := map[string]bool{}
+	for _, m := range metrics.All {
+		emitted[m.Name] = true
+	}
+	alarms := 0
+	for name, res := range tpl.Resources {
+		if res.Type != "AWS::CloudWatch::Alarm" {
+			continue
+		}
+		alarms++
+		a := decode[alarmProps](t, res.Properties)
+		if len(a.AlarmActions) != 1 || a.AlarmActions[0] != (cfnValue{"!Ref", "AlarmTopic"}) {
+			t.Errorf("%s notifies %v, want AlarmTopic", name, a.AlarmActions)
+		}
+		if a.Namespace != metrics.Namespace {
+			continue
+		}
+		if !emitted[a.MetricName] {
+			t.Errorf("%s reads %s, which the code does not write", name, a.MetricName)
+		}
+		dims := map[string]cfnValue{}
+		for _, d := range a.Dimensions {
+			dims[d.Name] = d.Value
+		}
+		if dims[metrics.DimFunction] != (cfnValue{"!Ref", "SyncEventsFunction"}) || !slices.Contains(metrics.Outcomes, dims[metrics.DimOutcome].Value) || len(dims) != 2 {
+			t.Errorf("%s reads dimensions %v: want FunctionName (the function) and one of the Outcomes %v", name, dims, metrics.Outcomes)
+		}
+	}
+	if alarms < 10 {
+		t.Errorf("%d alarms", alarms)
+	}
+
+	// The dashboard's body is JSON inside !Sub; its metric arrays are
+	// [namespace, name, dimension, value, ...].
+	dash := decode[struct {
+		DashboardBody cfnValue `yaml:"DashboardBody"`
+	}](t, tpl.Resources["Dashboard"].Properties)
+	var body struct {
+		Widgets []struct {
+			Properties struct {
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(dash.DashboardBody.Value), &body); err != nil {
+		t.Fatalf("dashboard body: %v", err)
+	}
+	read, outcomes := 0, map[string]bool{}
+	for _, w := range body.Widgets {
+		for _, m := range w.Properties.Metrics {
+			if len(m) < 2 || m[0] != metrics.Namespace {
+				continue
+			}
+			read++
+			name, _ := m[1].(string)
+			if !emitted[name] {
+				t.Errorf("the dashboard reads %s, which the code does not write", name)
+			}
+			for i := 2; i+1 < len(m); i += 2 {
+				if m[i] == metrics.DimOutcome {
+					o, _ := m[i+1].(string)
+					outcomes[o] = true
+					if !slices.Contains(metrics.Outcomes, o) {
+						t.Errorf("the dashboard reads Outcome %v, which the code does not report", m[i+1])
+					}
+				}
+				if m[i] == metrics.DimFunction && m[i+1] != "${SyncEventsFunction}" {
+					t.Errorf("the dashboard reads FunctionName %v", m[i+1])
+				}
+			}
+		}
+	}
+	if read == 0 {
+		t.Error("the dashboard reads none of the service's metrics")
+	}
+	for _, o := range metrics.Outcomes {
+		if !outcomes[o] {
+			t.Errorf("the dashboard does not show outcome %s", o)
+		}
 	}
 }

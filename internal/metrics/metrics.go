@@ -103,19 +103,19 @@ func (w *Writer) Write(r Request) {
 	if w == nil {
 		return
 	}
-	dims := [][]string{{DimFunction, DimOutcome}}
-	if r.ErrorCode != "" {
-		dims = append(dims, []string{DimFunction, DimOutcome, DimCode})
-	}
 	defs := make([]metricDefinition, len(All))
 	for i, m := range All {
 		defs[i] = metricDefinition(m)
 	}
+	directives := []directive{{Namespace: Namespace, Dimensions: [][]string{{DimFunction, DimOutcome}}, Metrics: defs}}
+	if r.ErrorCode != "" {
+		// Only Requests by error code: each dimension combination is a
+		// custom metric billed monthly, and counts are what codes need.
+		directives = append(directives, directive{Namespace: Namespace, Dimensions: [][]string{{DimFunction, DimOutcome, DimCode}},
+			Metrics: []metricDefinition{metricDefinition(Requests)}})
+	}
 	attrs := []slog.Attr{
-		slog.Any("_aws", metadata{
-			Timestamp:         time.Now().UnixMilli(),
-			CloudWatchMetrics: []directive{{Namespace: Namespace, Dimensions: dims, Metrics: defs}},
-		}),
+		slog.Any("_aws", metadata{Timestamp: time.Now().UnixMilli(), CloudWatchMetrics: directives}),
 		slog.String(DimFunction, w.function),
 		slog.String(DimOutcome, r.Outcome),
 	}

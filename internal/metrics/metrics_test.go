@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,31 +90,46 @@ func checkReferences(t *testing.T, line string, r metrics.Request) {
 		}
 	}
 	raw, _ := json.Marshal(root["_aws"])
-	if err := json.Unmarshal(raw, &meta); err != nil || len(meta.CloudWatchMetrics) != 1 {
-		t.Fatalf("_aws: %s (%v)", raw, err)
+	wantDirectives := 1
+	if r.ErrorCode != "" {
+		wantDirectives = 2
 	}
-	d := meta.CloudWatchMetrics[0]
-	if d.Namespace != metrics.Namespace {
-		t.Errorf("namespace %q", d.Namespace)
+	if err := json.Unmarshal(raw, &meta); err != nil || len(meta.CloudWatchMetrics) != wantDirectives {
+		t.Fatalf("_aws: %s (%v), want %d directives", raw, err, wantDirectives)
 	}
 	allowed := map[string][]string{metrics.DimOutcome: metrics.Outcomes, metrics.DimCode: {r.ErrorCode}, metrics.DimFunction: {"sync-events-prod-SyncEventsFunction-AbC"}}
-	for _, set := range d.Dimensions {
-		for _, dim := range set {
-			v, ok := root[dim].(string)
-			if !ok || !contains(allowed[dim], v) {
-				t.Errorf("dimension %s is %v: not a string of its closed set", dim, root[dim])
+	for i, d := range meta.CloudWatchMetrics {
+		if d.Namespace != metrics.Namespace {
+			t.Errorf("namespace %q", d.Namespace)
+		}
+		for _, set := range d.Dimensions {
+			for _, dim := range set {
+				v, ok := root[dim].(string)
+				if !ok || !contains(allowed[dim], v) {
+					t.Errorf("dimension %s is %v: not a string of its closed set", dim, root[dim])
+				}
 			}
 		}
-	}
-	if len(d.Metrics) != len(metrics.All) {
-		t.Errorf("%d metrics declared, want %d", len(d.Metrics), len(metrics.All))
-	}
-	for i, m := range d.Metrics {
-		if m != (struct{ Name, Unit string }{metrics.All[i].Name, metrics.All[i].Unit}) {
-			t.Errorf("metric %d is %v, want %v", i, m, metrics.All[i])
+		for _, m := range d.Metrics {
+			if _, ok := root[m.Name].(float64); !ok {
+				t.Errorf("metric %s is %v, not a number", m.Name, root[m.Name])
+			}
 		}
-		if _, ok := root[m.Name].(float64); !ok {
-			t.Errorf("metric %s is %v, not a number", m.Name, root[m.Name])
+		// The first directive: every metric by outcome; the second: the
+		// request count by outcome and error code.
+		var want []metrics.Metric
+		var dims [][]string
+		if i == 0 {
+			want, dims = metrics.All, [][]string{{metrics.DimFunction, metrics.DimOutcome}}
+		} else {
+			want, dims = []metrics.Metric{metrics.Requests}, [][]string{{metrics.DimFunction, metrics.DimOutcome, metrics.DimCode}}
+		}
+		var got []metrics.Metric
+		for _, m := range d.Metrics {
+			got = append(got, metrics.Metric{Name: m.Name, Unit: m.Unit})
+		}
+		if !slices.Equal(got, want) || !slices.EqualFunc(d.Dimensions, dims, slices.Equal) {
+			t.Errorf("directive %d: metrics %v by %v, want %v by %v", i, got, d.Dimensions, want, dims)
 		}
 	}
 	want := map[string]float64{

@@ -1,0 +1,154 @@
+"""Transform template.yaml with the SAM translator (what CloudFormation
+will build) and check the resources it generates, not the template's intent:
+
+- no route that runs the JWT authorizer matches OPTIONS, so API Gateway's CORS
+  configuration answers every browser preflight;
+- CorsAllowOrigins with several comma-separated origins is a list of them;
+- the API invokes the function's "live" alias, and CodeDeploy shifts it with
+  the error alarms as rollback triggers, canary for a stack named prod;
+- stage throttling, tracing and reserved concurrency are wired to their
+  parameters, and the role grants no logs:* or CloudWatch Logs on "*".
+
+Run with the CI venv's python: python3 .ci/check-template.py template.yaml
+"""
+import copy
+import os
+import sys
+
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+ORIGINS = ["https://app.example.com", "https://admin.example.com"]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+
+def translate(template, params):
+    t = copy.deepcopy(template)
+    # The translator wants code in S3; sam deploy uploads it there.
+    t["Resources"]["SyncEventsFunction"]["Properties"]["CodeUri"] = "s3://bucket/bootstrap.zip"
+    return transform(t, params, NoManagedPolicies())
+
+
+def evaluate(value, params, conditions):
+    """The value CloudFormation computes for the intrinsics used here."""
+    if isinstance(value, list):
+        return [evaluate(v, params, conditions) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1 or not next(iter(value)).startswith(("Ref", "Fn::")):
+        return {k: evaluate(v, params, conditions) for k, v in value.items()}
+    (fn, arg), = value.items()
+    if fn == "Ref":
+        return params.get(arg, {"Ref": arg})
+    if fn == "Fn::Split":
+        return evaluate(arg[1], params, conditions).split(arg[0])
+    if fn == "Fn::If":
+        return evaluate(arg[1] if conditions[arg[0]] else arg[2], params, conditions)
+    if fn == "Fn::Sub" and isinstance(arg, list):
+        text = arg[0]
+        for k, v in arg[1].items():
+            text = text.replace("${" + k + "}", evaluate(v, params, conditions))
+        return text
+    return value
+
+
+def main(path):
+    template = yaml_parse(open(path).read())
+    params = {"JwtIssuer": "https://issuer.example.com", "JwtAudience": "client-1", "CorsAllowOrigins": ",".join(ORIGINS)}
+    out = translate(template, params)
+    res = out["Resources"]
+    by_type = lambda t: {k: v for k, v in res.items() if v["Type"] == t}
+
+    # Routes: in the API's OpenAPI body for an HttpApi, and as Route resources
+    # if any are generated.
+    api = by_type("AWS::ApiGatewayV2::Api")["HttpApi"]["Properties"]
+    body = api["Body"]
+    authorized_options = []
+    for route, methods in body["paths"].items():
+        for method, op in methods.items():
+            if method in ("options", "x-amazon-apigateway-any-method") and op.get("security", body.get("security")):
+                authorized_options.append(f"{method} {route}")
+    for name, r in by_type("AWS::ApiGatewayV2::Route").items():
+        key = r["Properties"].get("RouteKey", "")
+        if key == "$default" or key.split(" ")[0] in ("ANY", "OPTIONS"):
+            authorized_options.append(f"{name}: {key}")
+    check(not authorized_options, f"no route matching OPTIONS reaches the authorizer {authorized_options or ''}")
+    methods = sorted(m.upper() for m in body["paths"]["/api/v1/sync/events"])
+    check(methods == sorted(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]), f"the events resource has explicit routes {methods}")
+    check("/{proxy+}" in body["paths"], "a catch-all path gives other paths the API's JSON 404")
+    unauthorized = [f"{m} {p}" for p, ms in body["paths"].items() for m, op in ms.items() if not op.get("security")]
+    check(not unauthorized, f"every route runs the JWT authorizer {unauthorized or ''}")
+
+    def cors_of(origins):
+        p = dict(params, CorsAllowOrigins=origins)
+        b = translate(template, p)["Resources"]["HttpApi"]["Properties"]["Body"]
+        return evaluate(b.get("x-amazon-apigateway-cors"), p, {"HasCorsOrigins": origins != ""})
+
+    cors = cors_of(",".join(ORIGINS))
+    check(isinstance(cors, dict) and cors.get("allowOrigins") == ORIGINS,
+          f"two comma-separated CorsAllowOrigins become a list of two origins: {cors}")
+    check(cors.get("allowMethods") == ["GET", "POST"] and "idempotency-key" in cors.get("allowHeaders", [])
+          and "idempotent-replayed" in cors.get("exposeHeaders", []), "CORS keeps its methods and headers")
+    one = cors_of(ORIGINS[0])
+    check(one.get("allowOrigins") == ORIGINS[:1], f"one origin stays a list of one: {one.get('allowOrigins')}")
+    check(cors_of("") == {"Ref": "AWS::NoValue"}, "no origins, no CORS configuration")
+
+    uris = {op["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"] for ms in body["paths"].values() for op in ms.values()}
+    check(all("${SyncEventsFunctionAliaslive}" in u for u in uris), "every route invokes the live alias")
+
+    stage = by_type("AWS::ApiGatewayV2::Stage")
+    settings = [s["Properties"].get("DefaultRouteSettings", {}) for s in stage.values()]
+    check(settings == [{"ThrottlingBurstLimit": {"Ref": "ThrottlingBurstLimit"}, "ThrottlingRateLimit": {"Ref": "ThrottlingRateLimit"}}],
+          f"the one stage throttles by the parameters: {settings}")
+
+    fn = res["SyncEventsFunction"]["Properties"]
+    check(fn.get("TracingConfig") == {"Mode": "Active"}, "tracing is active")
+    rce = fn.get("ReservedConcurrentExecutions")
+    check(evaluate(rce, {"ReservedConcurrency": "50"}, {"HasReservedConcurrency": True}) == "50"
+          and evaluate(rce, {}, {"HasReservedConcurrency": False}) == {"Ref": "AWS::NoValue"},
+          "reserved concurrency is the parameter, or unreserved when it is empty")
+
+    groups = by_type("AWS::CodeDeploy::DeploymentGroup")
+    check(len(groups) == 1, "one CodeDeploy deployment group")
+    group = next(iter(groups.values()))["Properties"]
+    alarms = sorted(a["Name"]["Ref"] for a in group["AlarmConfiguration"]["Alarms"])
+    check(alarms == ["FunctionErrorsAlarm", "ServiceErrorsAlarm"] and group["AlarmConfiguration"]["Enabled"], f"rollback on {alarms}")
+    for stack, deployment, want in (("prod", "Auto", "CodeDeployDefault.LambdaCanary10Percent5Minutes"),
+                                    ("dev", "Auto", "CodeDeployDefault.LambdaAllAtOnce"),
+                                    ("dev", "Linear10PercentEvery1Minute", "CodeDeployDefault.LambdaLinear10PercentEvery1Minute")):
+        # The translator resolves a parameter's Ref to the value it is given
+        # (CloudFormation gives it the stack's), so each type is translated.
+        p = dict(params, DeploymentType=deployment)
+        g = next(iter(v for v in translate(template, p)["Resources"].values() if v["Type"] == "AWS::CodeDeploy::DeploymentGroup"))
+        conditions = {"AutoDeploymentType": deployment == "Auto", "IsProdStack": stack == "prod"}
+        got = evaluate(g["Properties"]["DeploymentConfigName"], p, conditions)
+        check(got == want, f"stack {stack}, DeploymentType {deployment}: {got}")
+
+    role = res["SyncEventsFunctionRole"]["Properties"]
+    check(not role.get("ManagedPolicyArns"), "the function's role has no managed policies (no AWSLambdaBasicExecutionRole)")
+    statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
+    for s in statements:
+        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        if any(a.startswith("logs:") for a in actions):
+            check(s["Resource"] == {"Fn::GetAtt": ["FunctionLogGroup", "Arn"]} and "logs:*" not in actions,
+                  f"logging is scoped to the function's log group: {actions} on {s['Resource']}")
+        elif s["Resource"] == "*":
+            check(all(a.startswith("xray:") for a in actions), f"only X-Ray's actions are on '*': {actions}")
+
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
+
+
+main(sys.argv[1] if len(sys.argv) > 1 else "template.yaml")
