@@ -1,0 +1,41 @@
+import type { QueueEntry } from "./types.js";
+
+/**
+ * What the sync queue persists through. An entry added is there after a
+ * reload of the app; list() returns entries in the order they were added.
+ */
+export interface QueueStorage {
+  add(entry: QueueEntry): Promise<void>;
+  list(): Promise<QueueEntry[]>;
+  /** Replaces the stored entry with the same key; its place in the order stays. */
+  update(entry: QueueEntry): Promise<void>;
+  remove(key: string): Promise<void>;
+}
+
+/** A QueueStorage in memory: for tests, and for apps that need no persistence. */
+export class MemoryStorage implements QueueStorage {
+  readonly #entries = new Map<string, QueueEntry>();
+
+  async add(entry: QueueEntry): Promise<void> {
+    if (this.#entries.has(entry.key)) {
+      throw new Error(`an entry with key ${entry.key} is already queued`);
+    }
+    this.#entries.set(entry.key, structuredClone(entry));
+  }
+
+  async list(): Promise<QueueEntry[]> {
+    // A Map iterates in insertion order, and set() on an existing key keeps it.
+    return [...this.#entries.values()].map((e) => structuredClone(e));
+  }
+
+  async update(entry: QueueEntry): Promise<void> {
+    if (!this.#entries.has(entry.key)) {
+      throw new Error(`no entry with key ${entry.key}`);
+    }
+    this.#entries.set(entry.key, structuredClone(entry));
+  }
+
+  async remove(key: string): Promise<void> {
+    this.#entries.delete(key);
+  }
+}

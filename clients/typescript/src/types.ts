@@ -1,0 +1,31 @@
+import type { components } from "./schema.js";
+
+/** The event a client sends (the body of POST /api/v1/sync/events). */
+export type NewEvent = components["schemas"]["NewEvent"];
+/** The answer of a 201: the event as stored, without its payload. */
+export type StoredEvent = components["schemas"]["StoredEvent"];
+/** An event as a page lists it. */
+export type ListedEvent = components["schemas"]["ListedEvent"];
+/** A page of GET /api/v1/sync/events. */
+export type Page = components["schemas"]["Page"];
+/** The API's error body. */
+export type ApiError = components["schemas"]["Error"];
+/** The closed list of the API's error codes. */
+export type ErrorCode = components["schemas"]["ErrorCode"];
+
+/**
+ * Where an entry stands: waiting to be sent, refused for reusing its key with
+ * another body (a client bug, kept untouched for the app to look at), or
+ * refused by the server for another reason (kept with the server's error).
+ */
+export type EntryStatus = "pending" | "conflict" | "rejected";
+
+/** One queued mutation: the event and the idempotency key it is always sent with. */
+export interface QueueEntry {
+  /** The Idempotency-Key, a UUID v4 chosen once, when the event was written. */
+  readonly key: string;
+  readonly event: NewEvent;
+  status: EntryStatus;
+  /** For a rejected entry: the HTTP status and the server's error body. */
+  error?: { status: number; body: ApiError | { message: string } | null };
+}

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { after, before, it } from "node:test";
+import { IDBFactory } from "fake-indexeddb";
+import { IndexedDBStorage } from "../src/indexeddb.js";
+import { pullEvents } from "../src/pull.js";
+import { type DrainReport, SyncQueue } from "../src/queue.js";
+import type { RetryOptions } from "../src/retry.js";
+import type { ListedEvent, QueueEntry } from "../src/types.js";
+import { EventWriter } from "../src/writer.js";
+import { FaultProxy } from "./fault-proxy.js";
+import { localToken, startService } from "./server.js";
+
+const N = Number(process.env.E2E_EVENTS ?? 300);
+const SEED = Number(process.env.FAULT_SEED ?? 20261203);
+const CLIENT_TIMEOUT_MS = 300;
+
+let service: Awaited<ReturnType<typeof startService>>;
+let proxy: FaultProxy;
+
+before(async () => {
+  service = await startService();
+  proxy = await FaultProxy.start({
+    upstream: service.url,
+    seed: SEED,
+    rates: { reset_before_forwarding: 0.05, drop_after_answer: 0.05, delay_past_timeout: 0.05, answer_503: 0.04 },
+    delayMs: CLIENT_TIMEOUT_MS + 200,
+  });
+});
+
+after(async () => {
+  await proxy?.close();
+  service?.stop();
+});
+
+/** A payload of the kinds an app writes, different for each event. */
+function payload(i: number): Record<string, unknown> {
+  return {
+    i,
+    title: `note ${i}: "quoted", back\\slash, émoji 🚀, ${"x".repeat(i % 50)}`,
+    tags: i % 3 === 0 ? [] : ["a", i, i % 2 === 0, null],
+    nested: { depth: { n: -(i + 1) / 8, big: Number.MAX_SAFE_INTEGER - i } },
+  };
+}
+
+it(`${N} events written offline reach the server exactly once through a faulty network and an app restart`, async () => {
+  const user = `e2e-${crypto.randomUUID()}`;
+  const factory = new IDBFactory();
+  const retry: RetryOptions = { baseDelayMs: 20, maxDelayMs: 200, timeoutMs: CLIENT_TIMEOUT_MS };
+  const common = { baseUrl: proxy.url, getToken: () => localToken(user), retry };
+
+  // Offline: the app writes N events into its queue; nothing is sent.
+  const first = new IndexedDBStorage("app-queue", factory);
+  const writer = new EventWriter(first);
+  const written: QueueEntry[] = [];
+  for (let i = 0; i < N; i++) {
+    written.push(await writer.write(i % 2 ? "note.updated" : "note.created", payload(i)));
+  }
+
+  // Online: the app drains, and is closed a third of the way through (the
+  // request in flight is cut off wherever it is).
+  const closeApp = new AbortController();
+  let settled = 0;
+  const remove = first.remove.bind(first);
+  first.remove = async (key) => {
+    await remove(key);
+    if (++settled === Math.floor(N / 3)) {
+      closeApp.abort();
+    }
+  };
+  const before = await new SyncQueue({ storage: first, ...common }).drain({ signal: closeApp.signal });
+  assert.equal(before.stopped, "aborted");
+  await first.close();
+
+  // The app starts again: a new queue over the same storage carries on.
+  const reopened = new IndexedDBStorage("app-queue", factory);
+  const left = await reopened.list();
+  assert.ok(left.length > 0 && left.length < N, `${left.length} entries left after the restart`);
+  assert.deepEqual(left, written.slice(N - left.length), "the entries left are the last ones written, untouched");
+  const after = await new SyncQueue({ storage: reopened, ...common }).drain();
+  assert.equal(after.stopped, undefined);
+  assert.deepEqual(await reopened.list(), [], "the queue is empty");
+
+  // What the server holds, read back through the same faulty network.
+  const listed: ListedEvent[] = [];
+  for await (const e of pullEvents({ ...common, limit: 100 })) {
+    listed.push(e);
+  }
+  const byId = new Map(listed.map((e) => [e.id, e]));
+  assert.equal(listed.length, N, `the server lists ${listed.length} events`);
+  assert.equal(byId.size, N, "each event once");
+  for (const w of written) {
+    const got = byId.get(w.event.id);
+    assert.ok(got, `event ${w.event.id} is stored`);
+    assert.deepEqual([got.type, got.occurredAt, got.payload], [w.event.type, w.event.occurredAt, w.event.payload]);
+  }
+
+  const total = (k: keyof DrainReport) => (before[k] as number) + (after[k] as number);
+  assert.equal(total("sent") + total("replayed"), N, "every event answered 201 (fresh or replayed) or already stored");
+  assert.equal(total("conflicts") + total("rejected"), 0);
+  const faults = Object.values(proxy.injected).reduce((a, b) => a + b, 0);
+  assert.ok(faults > 0 && total("retries") > 0);
+  console.log(
+    JSON.stringify({
+      events: N,
+      seed: SEED,
+      faults_injected: proxy.injected,
+      requests_forwarded: proxy.forwarded,
+      retries: total("retries"),
+      drains: { before_restart: before, after_restart: after },
+      server_holds: { events: listed.length, distinct_ids: byId.size },
+    }),
+  );
+});

@@ -1,0 +1,124 @@
+import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** The faults the proxy injects. */
+export type FaultKind = "reset_before_forwarding" | "drop_after_answer" | "delay_past_timeout" | "answer_503";
+
+export interface FaultProxyOptions {
+  /** Where to forward: http://host:port */
+  upstream: string;
+  seed: number;
+  /** Probability of each fault per request. */
+  rates: Record<FaultKind, number>;
+  /** How long delay_past_timeout holds a request before forwarding it. */
+  delayMs: number;
+}
+
+/** mulberry32: a small seeded PRNG, so a run's faults can be replayed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * An HTTP proxy in front of the service that fails like a mobile network
+ * and a gateway do: it resets the connection before forwarding, forwards and
+ * then drops the answer (the server acted, the client never hears), holds a
+ * request past the client's timeout before forwarding it, or answers 503
+ * with Retry-After itself.
+ */
+export class FaultProxy {
+  readonly injected: Record<FaultKind, number> = {
+    reset_before_forwarding: 0,
+    drop_after_answer: 0,
+    delay_past_timeout: 0,
+    answer_503: 0,
+  };
+  forwarded = 0;
+  readonly #o: FaultProxyOptions;
+  readonly #random: () => number;
+  readonly #server: Server;
+
+  private constructor(o: FaultProxyOptions) {
+    this.#o = o;
+    this.#random = prng(o.seed);
+    // A failed forward (the upstream gone at the end of a test) is a reset,
+    // like any other lost connection.
+    this.#server = createServer((req, res) => this.#handle(req, res).catch(() => req.socket.destroy()));
+  }
+
+  static async start(o: FaultProxyOptions): Promise<FaultProxy> {
+    const p = new FaultProxy(o);
+    await new Promise<void>((resolve) => p.#server.listen(0, "127.0.0.1", resolve));
+    return p;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    this.#server.closeAllConnections();
+    await new Promise((resolve) => this.#server.close(resolve));
+  }
+
+  #pick(): FaultKind | undefined {
+    let r = this.#random();
+    for (const [kind, rate] of Object.entries(this.#o.rates) as [FaultKind, number][]) {
+      if (r < rate) {
+        return kind;
+      }
+      r -= rate;
+    }
+    return undefined;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = Buffer.concat(await req.toArray());
+    const fault = this.#pick();
+    if (fault) {
+      this.injected[fault]++;
+    }
+    switch (fault) {
+      case "reset_before_forwarding":
+        req.socket.destroy();
+        return;
+      case "answer_503":
+        res.writeHead(503, { "content-type": "application/json", "retry-after": "1" });
+        res.end(JSON.stringify({ message: "Service Unavailable" }));
+        return;
+      case "delay_past_timeout":
+        await new Promise((r) => setTimeout(r, this.#o.delayMs));
+        break;
+    }
+    const answer = await this.#forward(req, body);
+    this.forwarded++;
+    if (fault === "drop_after_answer" || res.destroyed) {
+      req.socket.destroy();
+      return;
+    }
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+  }
+
+  #forward(req: IncomingMessage, body: Buffer): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
+    const target = new URL(req.url ?? "/", this.#o.upstream);
+    return new Promise((resolve, reject) => {
+      const up = request(target, { method: req.method, headers: { ...req.headers, host: target.host } }, (r) => {
+        r.toArray().then(
+          (chunks) =>
+            resolve({ status: r.statusCode ?? 502, headers: r.headers as Record<string, string | string[]>, body: Buffer.concat(chunks) }),
+          reject,
+        );
+      });
+      up.on("error", reject);
+      up.end(body);
+    });
+  }
+}
