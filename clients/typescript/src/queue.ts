@@ -1,5 +1,5 @@
 import { eventsURL, type Fetch, sendUntilAnswered } from "./http.js";
-import { type RetryOptions, retrier } from "./retry.js";
+import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
 import type { ApiError, QueueEntry } from "./types.js";
 
@@ -70,34 +70,42 @@ export class SyncQueue {
     const report: DrainReport = { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0 };
     const r = retrier(this.#o.retry);
     const url = eventsURL(this.#o.baseUrl);
-    // Entries added while draining are sent by the same drain.
+    // Entries added while draining are sent by the same drain: the queue is
+    // listed again once the entries of the last listing are answered.
     for (;;) {
-      const entry = (await this.#o.storage.list()).find((e) => e.status === "pending");
-      if (entry === undefined) {
+      const pending = (await this.#o.storage.list()).filter((e) => e.status === "pending");
+      if (pending.length === 0) {
         return report;
       }
-      const body = JSON.stringify(entry.event);
-      const outcome = await sendUntilAnswered(
-        async () =>
-          new Request(url, {
-            method: "POST",
-            headers: {
-              authorization: `Bearer ${await this.#o.getToken()}`,
-              "content-type": "application/json",
-              "idempotency-key": entry.key,
-            },
-            body,
-          }),
-        { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++ },
-      );
-      if (outcome.kind === "stopped") {
-        return { ...report, stopped: outcome.reason };
-      }
-      const stop = await this.#settle(entry, outcome.response, outcome.body, report);
-      if (stop) {
-        return { ...report, stopped: stop };
+      for (const entry of pending) {
+        const stop = await this.#send(entry, url, r, report, signal);
+        if (stop) {
+          return { ...report, stopped: stop };
+        }
       }
     }
+  }
+
+  /** Sends entry until it is answered, and settles it; returns a reason to stop, if any. */
+  async #send(entry: QueueEntry, url: URL, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
+    const body = JSON.stringify(entry.event);
+    const outcome = await sendUntilAnswered(
+      async () =>
+        new Request(url, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${await this.#o.getToken()}`,
+            "content-type": "application/json",
+            "idempotency-key": entry.key,
+          },
+          body,
+        }),
+      { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++ },
+    );
+    if (outcome.kind === "stopped") {
+      return outcome.reason;
+    }
+    return this.#settle(entry, outcome.response, outcome.body, report);
   }
 
   /** Records what the server answered for entry; returns a reason to stop, if any. */

@@ -105,6 +105,30 @@ describe("SyncQueue.drain", () => {
     assert.equal(api.seen.length, 5);
   });
 
+  it("sends entries written while it drains, after those it found", async () => {
+    const { storage, entries } = await queueOf(2);
+    const writer = new EventWriter(storage);
+    const late: QueueEntry[] = [];
+    const api = fakeFetch(async (req, n) => {
+      if (n === 1) {
+        late.push(await writer.write("note.created", { late: true }));
+      }
+      return created(req);
+    });
+    const report = await new SyncQueue({
+      storage,
+      baseUrl: BASE,
+      getToken: () => "t",
+      fetch: api.fetch,
+      retry: instantRetry().retry,
+    }).drain();
+    assert.equal(report.sent, 3);
+    assert.deepEqual(
+      api.seen.map((s) => s.key),
+      [...entries, ...late].map((e) => e.key),
+    );
+  });
+
   it("never has an entry in flight twice when drain is called concurrently", async () => {
     const { storage, entries } = await queueOf(20);
     const api = fakeFetch(async (req) => {
