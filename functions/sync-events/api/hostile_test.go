@@ -218,11 +218,16 @@ func TestHostileInput(t *testing.T) {
 func (hs *harness) wantCleanLogs(keys []string, forbidden ...string) {
 	hs.t.Helper()
 	hs.logMu.Lock()
-	logs := hs.logs.String()
+	logs, metricLines := hs.logs.String(), hs.metrics.String()
 	hs.logMu.Unlock()
 	if !strings.Contains(logs, `"idempotency_outcome"`) || !strings.Contains(logs, `"request_id"`) {
 		hs.t.Fatalf("the logs lack the outcome or the request id:\n%.500s", logs)
 	}
+	if !strings.Contains(metricLines, `"_aws"`) {
+		hs.t.Fatalf("no metrics lines:\n%.500s", metricLines)
+	}
+	// The metrics lines go to the same log: they are held to the same rule.
+	logs += metricLines
 	for _, k := range keys {
 		if strings.Contains(strings.ToLower(logs), strings.ToLower(k)) {
 			hs.t.Errorf("a full idempotency key is in the logs: %s", k)
