@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { connect } from "node:net";
+import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -16,16 +16,39 @@ export async function startService(): Promise<{ url: string; stop: () => void }>
   const root = resolve(import.meta.dirname, "../../../..");
   const bin = join(mkdtempSync(join(tmpdir(), "sync-events-e2e-")), "sync-events-local");
   execFileSync("go", ["build", "-o", bin, "./cmd/sync-events-local"], { cwd: root, stdio: "inherit" });
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const child: ChildProcess = spawn(bin, [], { env: { ...process.env, ADDR: `127.0.0.1:${port}` }, stdio: "ignore" });
-  for (let i = 0; i < 300; i++) {
+  const port = await freePort();
+  const child: ChildProcess = spawn(bin, [], { env: { ...process.env, ADDR: `127.0.0.1:${port}` }, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  let exited: number | null = null;
+  child.stdout?.on("data", (d) => {
+    output = (output + d).slice(-4000);
+  });
+  child.stderr?.on("data", (d) => {
+    output = (output + d).slice(-4000);
+  });
+  child.on("exit", (code) => {
+    exited = code ?? -1;
+  });
+  for (let i = 0; i < 600 && exited === null; i++) {
     if (await canConnect(port)) {
       return { url: `http://127.0.0.1:${port}`, stop: () => child.kill() };
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill();
-  throw new Error("the service did not start");
+  throw new Error(`the service did not start on port ${port} (exit ${exited}); its output:\n${output}`);
+}
+
+/** A loopback port nothing listens on now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 function canConnect(port: number): Promise<boolean> {
