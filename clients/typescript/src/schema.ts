@@ -227,12 +227,16 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description The most events a page holds. */
+                /**
+                 * @description The most events a page holds.
+                 * @example 20
+                 */
                 limit?: number;
                 /**
                  * @description A `nextCursor` this API returned; the page starts just after the
                  *     event it names. Opaque to clients, but every string of this
                  *     pattern is a position (24 bytes, base64url), so none is refused.
+                 * @example AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
                  */
                 cursor?: string;
             };
