@@ -3,6 +3,7 @@ package ddb
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,7 +68,8 @@ func noteThrottle(ctx context.Context) {
 // context from CountCalls (and cost nothing under any other).
 func WithCallStats(client *dynamodb.Client) *dynamodb.Client {
 	return dynamodb.New(client.Options(), func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, addCallStats)
+		// Clipped: the copy must not write into the original's backing array.
+		o.APIOptions = append(slices.Clip(o.APIOptions), addCallStats)
 	})
 }
 
