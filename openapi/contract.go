@@ -185,7 +185,14 @@ func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 			body = b
 		}
 	}
-	url := "https://" + req.RequestContext.DomainName + apiPath(req)
+	// Every request API Gateway delivers has a method (net/http would read
+	// none as GET) and an origin-form target, which starts with "/" (RFC
+	// 9112, 3.2.1); without it the path would run into the host here.
+	path := apiPath(req)
+	if req.RequestContext.HTTP.Method == "" || !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("%w: method %q, path %q", ErrNotHTTP, req.RequestContext.HTTP.Method, path)
+	}
+	url := "https://" + req.RequestContext.DomainName + path
 	if req.RawQueryString != "" {
 		url += "?" + req.RawQueryString
 	} else if len(req.QueryStringParameters) > 0 {
