@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -187,22 +188,15 @@ func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	}
 	// Every request API Gateway delivers has a method (net/http would read
 	// none as GET) and an origin-form target, which starts with "/" (RFC
-	// 9112, 3.2.1); without it the path would run into the host here.
+	// 9112, 3.2.1).
 	path := apiPath(req)
 	if req.RequestContext.HTTP.Method == "" || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%w: method %q, path %q", ErrNotHTTP, req.RequestContext.HTTP.Method, path)
 	}
-	url := "https://" + req.RequestContext.DomainName + path
-	if req.RawQueryString != "" {
-		url += "?" + req.RawQueryString
-	} else if len(req.QueryStringParameters) > 0 {
-		q := make([]string, 0, len(req.QueryStringParameters))
-		for k, v := range req.QueryStringParameters {
-			q = append(q, k+"="+v)
-		}
-		url += "?" + strings.Join(q, "&")
-	}
-	hreq, err := http.NewRequest(req.RequestContext.HTTP.Method, url, bytes.NewReader(body))
+	// The path is taken literally, as the function takes rawPath: "%65" is
+	// not "e", and a "?" or "#" in it starts no query or fragment.
+	u := url.URL{Scheme: "https", Host: req.RequestContext.DomainName, Path: path, RawQuery: rawQuery(req)}
+	hreq, err := http.NewRequest(req.RequestContext.HTTP.Method, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotHTTP, err)
 	}
@@ -211,6 +205,19 @@ func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 		hreq.Header.Set(k, strings.Trim(v, " \t"))
 	}
 	return hreq, nil
+}
+
+// rawQuery is the event's query string: rawQueryString, else the parsed
+// parameters joined again.
+func rawQuery(req events.APIGatewayV2HTTPRequest) string {
+	if req.RawQueryString != "" || len(req.QueryStringParameters) == 0 {
+		return req.RawQueryString
+	}
+	q := make([]string, 0, len(req.QueryStringParameters))
+	for k, v := range req.QueryStringParameters {
+		q = append(q, k+"="+v)
+	}
+	return strings.Join(q, "&")
 }
 
 func httpResponse(req *http.Request, resp events.APIGatewayV2HTTPResponse) *http.Response {
