@@ -3,5 +3,5 @@ export { EventPull, PullError, type PullOptions, pullEvents } from "./pull.js";
 export { type DrainReport, SyncQueue, type SyncQueueOptions } from "./queue.js";
 export type { RetryOptions } from "./retry.js";
 export { MemoryStorage, type QueueStorage } from "./storage.js";
-export type { ApiError, EntryStatus, ErrorCode, ListedEvent, NewEvent, Page, QueueEntry, StoredEvent } from "./types.js";
+export type { ApiError, EntryStatus, ErrorBody, ErrorCode, ListedEvent, NewEvent, Page, QueueEntry, StoredEvent } from "./types.js";
 export { EventWriter } from "./writer.js";

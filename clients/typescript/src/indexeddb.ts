@@ -47,37 +47,21 @@ export class IndexedDBStorage implements QueueStorage {
   }
 
   async update(entry: QueueEntry): Promise<void> {
-    const db = await this.#db;
-    await new Promise<void>((resolve, reject) => {
-      const tx = db.transaction(STORE, "readwrite");
-      const store = tx.objectStore(STORE);
-      const found = store.index(BY_KEY).getKey(entry.key);
-      found.onsuccess = () => {
-        if (found.result === undefined) {
-          tx.abort();
-          reject(new Error(`no entry with key ${entry.key}`));
-          return;
-        }
-        store.put({ seq: found.result as number, entry } satisfies Row);
-      };
-      tx.oncomplete = () => resolve();
-      tx.onerror = () => reject(tx.error);
+    await this.#atKey(entry.key, (store, seq) => {
+      if (seq === undefined) {
+        return new Error(`no entry with key ${entry.key}`);
+      }
+      store.put({ seq: seq as number, entry } satisfies Row);
+      return undefined;
     });
   }
 
   async remove(key: string): Promise<void> {
-    const db = await this.#db;
-    await new Promise<void>((resolve, reject) => {
-      const tx = db.transaction(STORE, "readwrite");
-      const store = tx.objectStore(STORE);
-      const found = store.index(BY_KEY).getKey(key);
-      found.onsuccess = () => {
-        if (found.result !== undefined) {
-          store.delete(found.result);
-        }
-      };
-      tx.oncomplete = () => resolve();
-      tx.onerror = () => reject(tx.error);
+    await this.#atKey(key, (store, seq) => {
+      if (seq !== undefined) {
+        store.delete(seq);
+      }
+      return undefined;
     });
   }
 
@@ -92,6 +76,30 @@ export class IndexedDBStorage implements QueueStorage {
       const tx = db.transaction(STORE, mode);
       const req = op(tx.objectStore(STORE));
       tx.oncomplete = () => resolve(req.result);
+      tx.onerror = () => reject(tx.error);
+      tx.onabort = () => reject(tx.error);
+    });
+  }
+
+  /**
+   * Finds the row of key and hands its number (undefined if none) to act,
+   * in one readwrite transaction, so nothing changes the row in between.
+   * An error act returns aborts the transaction and is what rejects.
+   */
+  async #atKey(key: string, act: (store: IDBObjectStore, seq: IDBValidKey | undefined) => Error | undefined): Promise<void> {
+    const db = await this.#db;
+    return new Promise<void>((resolve, reject) => {
+      const tx = db.transaction(STORE, "readwrite");
+      const store = tx.objectStore(STORE);
+      const found = store.index(BY_KEY).getKey(key);
+      found.onsuccess = () => {
+        const refused = act(store, found.result);
+        if (refused) {
+          reject(refused);
+          tx.abort();
+        }
+      };
+      tx.oncomplete = () => resolve();
       tx.onerror = () => reject(tx.error);
       tx.onabort = () => reject(tx.error);
     });

@@ -1,6 +1,6 @@
 import { eventsURL, type Fetch, sendUntilAnswered } from "./http.js";
 import { type RetryOptions, retrier } from "./retry.js";
-import type { ApiError, ListedEvent, Page } from "./types.js";
+import type { ErrorBody, ListedEvent, Page } from "./types.js";
 
 export interface PullOptions {
   baseUrl: string;
@@ -18,7 +18,7 @@ export interface PullOptions {
 export class PullError extends Error {
   constructor(
     readonly status: number,
-    readonly body: ApiError | { message: string } | null,
+    readonly body: ErrorBody,
   ) {
     super(`GET events answered ${status}: ${body && "message" in body ? body.message : ""}`);
   }
@@ -64,7 +64,7 @@ export class EventPull implements AsyncIterable<ListedEvent> {
         throw new Error(`pull stopped: ${outcome.reason}`);
       }
       if (outcome.response.status !== 200) {
-        throw new PullError(outcome.response.status, outcome.body as ApiError | null);
+        throw new PullError(outcome.response.status, outcome.body as ErrorBody);
       }
       const page = outcome.body as Page;
       yield* page.events;

@@ -1,7 +1,7 @@
 import { eventsURL, type Fetch, sendUntilAnswered } from "./http.js";
 import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
-import type { ApiError, QueueEntry } from "./types.js";
+import type { ApiError, ErrorBody, QueueEntry } from "./types.js";
 
 export interface SyncQueueOptions {
   storage: QueueStorage;
@@ -138,7 +138,7 @@ export class SyncQueue {
         await storage.update({
           ...entry,
           status: "rejected",
-          error: { status: response.status, body: body as ApiError | { message: string } | null },
+          error: { status: response.status, body: body as ErrorBody },
         });
         report.rejected++;
         return undefined;

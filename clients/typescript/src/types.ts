@@ -12,6 +12,11 @@ export type Page = components["schemas"]["Page"];
 export type ApiError = components["schemas"]["Error"];
 /** The closed list of the API's error codes. */
 export type ErrorCode = components["schemas"]["ErrorCode"];
+/**
+ * A refusal's body as read: the API's error; { message } holding the text
+ * of a body that was not JSON (a proxy's page, say); null if it was empty.
+ */
+export type ErrorBody = ApiError | { message: string } | null;
 
 /**
  * Where an entry stands: waiting to be sent, refused for reusing its key with
@@ -27,5 +32,5 @@ export interface QueueEntry {
   readonly event: NewEvent;
   status: EntryStatus;
   /** For a rejected entry: the HTTP status and the server's error body. */
-  error?: { status: number; body: ApiError | { message: string } | null };
+  error?: { status: number; body: ErrorBody };
 }
