@@ -3,7 +3,6 @@ package ddb
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -68,8 +67,9 @@ func noteThrottle(ctx context.Context) {
 // context from CountCalls (and cost nothing under any other).
 func WithCallStats(client *dynamodb.Client) *dynamodb.Client {
 	return dynamodb.New(client.Options(), func(o *dynamodb.Options) {
-		// Clipped: the copy must not write into the original's backing array.
-		o.APIOptions = append(slices.Clip(o.APIOptions), addCallStats)
+		// No clip needed: Options() and New each copy APIOptions first, so
+		// this append never reaches the original client's slice.
+		o.APIOptions = append(o.APIOptions, addCallStats)
 	})
 }
 
