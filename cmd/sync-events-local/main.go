@@ -3,7 +3,9 @@
 // DYNAMODB_ENDPOINT it runs on an embedded in-memory DynamoDB; with it, it
 // creates the tables there if missing. A bearer token's claims are decoded
 // without checking its signature, standing in for API Gateway's JWT
-// authorizer. None of this is in the Lambda binary.
+// authorizer. It prints one readable line per request; LOG_FORMAT=json
+// prints the Lambda's own JSON log lines and metrics lines instead. None of
+// this is in the Lambda binary.
 package main
 
 import (
@@ -25,7 +27,10 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log := slog.New(devserver.NewConsoleHandler(os.Stdout, slog.LevelInfo))
+	if jsonLogs() {
+		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	}
 	if err := run(log); err != nil {
 		log.Error("sync-events-local stopped", "error", err.Error())
 		os.Exit(1)
@@ -49,8 +54,12 @@ func run(log *slog.Logger) error {
 	if local.Embedded {
 		backend = "embedded"
 	}
-	// The metrics lines the Lambda writes, on the same output as the logs.
-	h, err := api.NewFromConfig(ctx, cfg, api.Output{Log: log, Metrics: metrics.NewWriter(os.Stdout, "sync-events-local")})
+	out := api.Output{Log: log}
+	if jsonLogs() {
+		// The metrics lines the Lambda writes, on the same output as the logs.
+		out.Metrics = metrics.NewWriter(os.Stdout, "sync-events-local")
+	}
+	h, err := api.NewFromConfig(ctx, cfg, out)
 	if err != nil {
 		return err
 	}
@@ -71,3 +80,6 @@ func run(log *slog.Logger) error {
 	}
 	return nil
 }
+
+// jsonLogs reports LOG_FORMAT=json: the Lambda's log and metrics lines.
+func jsonLogs() bool { return os.Getenv("LOG_FORMAT") == "json" }

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/metrics"
@@ -88,7 +89,14 @@ type functionProps struct {
 	LoggingConfig struct {
 		LogFormat string `yaml:"LogFormat"`
 	} `yaml:"LoggingConfig"`
-	Role cfnValue `yaml:"Role"`
+	Role   cfnValue `yaml:"Role"`
+	Events map[string]struct {
+		Type       string `yaml:"Type"`
+		Properties struct {
+			Path   string `yaml:"Path"`
+			Method string `yaml:"Method"`
+		} `yaml:"Properties"`
+	} `yaml:"Events"`
 }
 
 type roleProps struct {
@@ -166,6 +174,37 @@ func TestTemplateFunction(t *testing.T) {
 	}
 	if _, err := config.Load(func(k string) string { return env[k] }); err != nil {
 		t.Fatalf("the template's configuration does not start: %v", err)
+	}
+}
+
+// TestTemplateRoutesAreTheRouteTable: every path of the API's route table
+// has a route in API Gateway for each method HTTP commonly uses (so that
+// the function answers its own 405 with Allow), the catch-all has the same
+// set (for the function's JSON 404), and there is no other route.
+func TestTemplateRoutesAreTheRouteTable(t *testing.T) {
+	tpl := loadTemplate(t)
+	props := decode[functionProps](t, tpl.Resources["SyncEventsFunction"].Properties)
+	methods := []string{"DELETE", "GET", "HEAD", "PATCH", "POST", "PUT"}
+	want := map[string][]string{"/{proxy+}": methods}
+	for _, r := range api.Routes() {
+		method, path, _ := strings.Cut(r, " ")
+		if !slices.Contains(methods, method) {
+			t.Errorf("route %s: API Gateway routes are made for %v only", r, methods)
+		}
+		want[path] = methods
+	}
+	got := map[string][]string{}
+	for _, ev := range props.Events {
+		if ev.Type != "HttpApi" {
+			t.Errorf("event of type %s", ev.Type)
+		}
+		got[ev.Properties.Path] = append(got[ev.Properties.Path], ev.Properties.Method)
+	}
+	for path := range got {
+		slices.Sort(got[path])
+	}
+	if !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("the template routes %v; the route table wants %v", got, want)
 	}
 }
 

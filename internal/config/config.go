@@ -114,20 +114,24 @@ func Load(getenv func(string) string) (Config, error) {
 			c.Retention = d
 		}
 	}
-	if v := getenv(EnvMaxBodyBytes); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxMaxBodyBytes {
-			fail(EnvMaxBodyBytes, "%q must be a whole number of bytes from 1 to %d", v, MaxMaxBodyBytes)
-		} else {
-			c.MaxBodyBytes = n
-		}
+	ints := []struct {
+		name     string
+		dst      *int
+		min, max int
+		what     string
+	}{
+		{EnvMaxBodyBytes, &c.MaxBodyBytes, 1, MaxMaxBodyBytes, "1"},
+		{EnvReplayCacheBytes, &c.ReplayCacheBytes, 0, maxReplayCacheBytes, "0 (off)"},
 	}
-	if v := getenv(EnvReplayCacheBytes); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > maxReplayCacheBytes {
-			fail(EnvReplayCacheBytes, "%q must be a whole number of bytes from 0 (off) to %d", v, maxReplayCacheBytes)
+	for _, i := range ints {
+		v := getenv(i.name)
+		if v == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err != nil || n < i.min || n > i.max {
+			fail(i.name, "%q must be a whole number of bytes from %s to %d", v, i.what, i.max)
 		} else {
-			c.ReplayCacheBytes = n
+			*i.dst = n
 		}
 	}
 	if v := getenv(EnvLogLevel); v != "" {

@@ -106,12 +106,5 @@ func addCallStats(stack *middleware.Stack) error {
 
 func isThrottle(err error) bool {
 	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	switch api.ErrorCode() {
-	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
-		return true
-	}
-	return false
+	return errors.As(err, &api) && throttleCodes[api.ErrorCode()]
 }

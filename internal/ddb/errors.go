@@ -19,6 +19,14 @@ var ErrThrottled = errors.New("dynamodb throttled the request")
 // collection). Retrying cannot help until items are removed.
 var ErrItemCollectionFull = errors.New("the user's item collection is at DynamoDB's 10 GB limit")
 
+// throttleCodes are the codes with which DynamoDB refuses a request for
+// load: as a call's error code, and as a cancellation reason inside a
+// cancelled transaction (which spells them differently).
+var throttleCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true, "ThrottlingException": true, "RequestLimitExceeded": true,
+	"ProvisionedThroughputExceeded": true, "ThrottlingError": true,
+}
+
 // IsTransient reports whether err is a failure that a later identical
 // request can get past: throttling, a DynamoDB-side error, a network failure
 // or a timeout. Anything else is a bug or a misconfiguration.
@@ -36,9 +44,11 @@ func IsTransient(err error) bool {
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
+		if throttleCodes[api.ErrorCode()] {
+			return true
+		}
 		switch api.ErrorCode() {
-		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-			"TransactionInProgressException", "InternalServerError", "ServiceUnavailable",
+		case "TransactionInProgressException", "InternalServerError", "ServiceUnavailable",
 			"LimitExceededException", "TransactionConflictException":
 			return true
 		}

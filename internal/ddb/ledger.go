@@ -22,7 +22,7 @@ type Ledger struct {
 	table  string
 }
 
-var _ idempotency.Store = (*Ledger)(nil)
+var _ idempotency.Store[types.TransactWriteItem] = (*Ledger)(nil)
 
 // NewLedger returns the Ledger of the ledger table named table.
 func NewLedger(client *dynamodb.Client, table string) *Ledger {
@@ -76,15 +76,24 @@ func classifyCommitError(err error) error {
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
 		return &idempotency.KeyExistsError{Existing: existingRecord(reasons[0].Item)}
 	}
+	// The ledger record is item 0, so business write i is item i+1.
+	var failed []int
 	for i, r := range reasons {
-		switch aws.ToString(r.Code) {
-		case "ConditionalCheckFailed":
-			return &idempotency.WriteConditionError{Index: i - 1}
-		case "TransactionConflict":
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			failed = append(failed, i-1)
+		}
+	}
+	if failed != nil {
+		return &idempotency.WriteConditionError{Indexes: failed}
+	}
+	for _, r := range reasons {
+		code := aws.ToString(r.Code)
+		switch {
+		case code == "TransactionConflict":
 			return fmt.Errorf("%w: %w", idempotency.ErrTransactionConflict, err)
-		case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+		case throttleCodes[code]:
 			return fmt.Errorf("%w: %w", ErrThrottled, err)
-		case "ItemCollectionSizeLimitExceeded":
+		case code == "ItemCollectionSizeLimitExceeded":
 			return fmt.Errorf("%w: %w", ErrItemCollectionFull, err)
 		}
 	}

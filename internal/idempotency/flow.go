@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Request is a mutation as the flow sees it: who sent it, under which key,
@@ -28,16 +26,17 @@ type Response struct {
 
 // Execution is what an executor decides, without writing anything: the
 // answer, and the business writes that must commit with it.
-type Execution struct {
+type Execution[W any] struct {
 	Response
-	Writes []types.TransactWriteItem
+	Writes []W
 }
 
 // Executor computes a mutation. It is called at most once per request, and
-// what it answers, 2xx or a 4xx it decides from stored state, is recorded
-// with its writes. Requests refused before execution (bad key, bad body)
-// never reach it and are never recorded.
-type Executor func(ctx context.Context, now time.Time) (Execution, error)
+// only when the key is not known to this environment's replay cache; what
+// it answers, 2xx or a 4xx it decides from stored state, is recorded with
+// its writes. Requests refused before execution (bad key, bad body) never
+// reach it and are never recorded.
+type Executor[W any] func(ctx context.Context, now time.Time) (Execution[W], error)
 
 // Outcome says how the flow answered; it is what the logs report.
 type Outcome string
@@ -50,13 +49,17 @@ const (
 	ConflictExhausted Outcome = "conflict_exhausted" // still conflicting after every retry
 )
 
+// Outcomes lists every Outcome.
+var Outcomes = []Outcome{Executed, Replayed, KeyReused, WriteRejected, ConflictExhausted}
+
 // Result is how the flow answered. Response is set for Executed and
 // Replayed; for KeyReused and WriteRejected the caller words the answer,
-// and FailedWrite is the index in Execution.Writes whose condition failed.
+// and FailedWrites are the indexes in Execution.Writes whose condition
+// failed.
 type Result struct {
 	Response
-	Outcome     Outcome
-	FailedWrite int
+	Outcome      Outcome
+	FailedWrites []int
 	// FromCache is set when a Replayed or KeyReused answer came from the
 	// replay cache, with no DynamoDB call.
 	FromCache bool
@@ -72,9 +75,10 @@ func (r Result) Replayed() bool { return r.Outcome == Replayed }
 // transaction from committing; the client should retry.
 var ErrBusy = errors.New("concurrent requests with the same idempotency key; retry")
 
-// Flow runs mutations exactly once per (user, key).
-type Flow struct {
-	store     Store
+// Flow runs mutations whose business writes are of type W exactly once per
+// (user, key).
+type Flow[W any] struct {
+	store     Store[W]
 	cache     *ReplayCache
 	retention time.Duration
 	now       func() time.Time
@@ -84,8 +88,8 @@ type Flow struct {
 }
 
 // NewFlow returns a Flow keeping records for retention.
-func NewFlow(store Store, retention time.Duration) *Flow {
-	return &Flow{
+func NewFlow[W any](store Store[W], retention time.Duration) *Flow[W] {
+	return &Flow[W]{
 		store:     store,
 		retention: retention,
 		now:       time.Now,
@@ -97,64 +101,65 @@ func NewFlow(store Store, retention time.Duration) *Flow {
 
 // UseReplayCache answers retries from c where it holds their record; nil
 // turns the cache off.
-func (l *Flow) UseReplayCache(c *ReplayCache) { l.cache = c }
+func (f *Flow[W]) UseReplayCache(c *ReplayCache) { f.cache = c }
 
 // SetClock replaces the clock; tests use it to step over expiry.
-func (l *Flow) SetClock(now func() time.Time) { l.now = now }
+func (f *Flow[W]) SetClock(now func() time.Time) { f.now = now }
 
 // Do runs execute for req unless req.Key is known for req.UserID, in which
-// case it answers what was answered before (or a 409 if the request differs).
-// The common path costs one TransactWriteItems call.
-func (l *Flow) Do(ctx context.Context, req Request, execute Executor) (Result, error) {
-	now := l.now().UTC()
-	exec, err := execute(ctx, now)
-	if err != nil {
-		return Result{}, fmt.Errorf("execute mutation: %w", err)
-	}
+// case it answers what was answered before (or KeyReused if the request
+// differs). A key this environment's replay cache holds is answered before
+// execute runs, so a warm replay or reuse costs no read an executor makes.
+// The common path costs one Commit.
+func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Result, error) {
+	now := f.now().UTC()
 	rec := Record{
-		UserID:       req.UserID,
-		Key:          req.Key,
-		PayloadHash:  HashCanonical(req.CanonicalBody),
-		StatusCode:   exec.StatusCode,
-		ResponseBody: exec.Body,
-		Method:       req.Method,
-		Route:        req.Route,
-		CreatedAt:    now,
-		ExpiresAt:    now.Add(l.retention),
+		UserID:      req.UserID,
+		Key:         req.Key,
+		PayloadHash: HashCanonical(req.CanonicalBody),
+		Method:      req.Method,
+		Route:       req.Route,
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(f.retention),
 	}
-	if known, ok := l.cache.get(rec.UserID, rec.Key, now); ok {
+	if known, ok := f.cache.get(rec.UserID, rec.Key, now); ok {
 		res := answerKnown(rec, known)
 		res.FromCache = true
 		return res, nil
 	}
+	exec, err := execute(ctx, now)
+	if err != nil {
+		return Result{}, fmt.Errorf("execute mutation: %w", err)
+	}
+	rec.StatusCode, rec.ResponseBody = exec.StatusCode, exec.Body
 	for attempt := 1; ; attempt++ {
-		res, retry, err := l.commit(ctx, rec, exec)
+		res, retry, err := f.commit(ctx, rec, exec)
 		if !retry {
 			res.ConflictRetries = attempt - 1
 			return res, err
 		}
-		if attempt >= l.attempts {
+		if attempt >= f.attempts {
 			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, ErrBusy
 		}
-		if err := sleep(ctx, l.backoff(attempt)); err != nil {
+		if err := sleep(ctx, f.backoff(attempt)); err != nil {
 			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 	}
 }
 
 // commit makes one attempt; retry is true when it should be made again.
-func (l *Flow) commit(ctx context.Context, rec Record, exec Execution) (res Result, retry bool, err error) {
-	err = l.store.Commit(ctx, rec, exec.Writes, rec.CreatedAt)
+func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (res Result, retry bool, err error) {
+	err = f.store.Commit(ctx, rec, exec.Writes, rec.CreatedAt)
 	var exists *KeyExistsError
 	var writeFailed *WriteConditionError
 	switch {
 	case err == nil:
-		l.cache.put(rec, rec.CreatedAt)
+		f.cache.put(rec, rec.CreatedAt)
 		return Result{Response: exec.Response, Outcome: Executed}, false, nil
 	case errors.As(err, &exists):
-		return l.resolveKnown(ctx, rec, exists.Existing)
+		return f.resolveKnown(ctx, rec, exists.Existing)
 	case errors.As(err, &writeFailed):
-		return Result{Outcome: WriteRejected, FailedWrite: writeFailed.Index}, false, nil
+		return Result{Outcome: WriteRejected, FailedWrites: writeFailed.Indexes}, false, nil
 	case errors.Is(err, ErrTransactionConflict):
 		return Result{}, true, nil
 	default:
@@ -164,9 +169,9 @@ func (l *Flow) commit(ctx context.Context, rec Record, exec Execution) (res Resu
 
 // resolveKnown answers a request whose key is already recorded: a replay if
 // it is the same request, the 409 otherwise.
-func (l *Flow) resolveKnown(ctx context.Context, rec Record, existing *Record) (Result, bool, error) {
+func (f *Flow[W]) resolveKnown(ctx context.Context, rec Record, existing *Record) (Result, bool, error) {
 	if existing == nil {
-		got, found, err := l.store.Get(ctx, rec.UserID, rec.Key)
+		got, found, err := f.store.Get(ctx, rec.UserID, rec.Key)
 		if err != nil {
 			return Result{}, false, fmt.Errorf("read idempotency record: %w", err)
 		}
@@ -176,7 +181,7 @@ func (l *Flow) resolveKnown(ctx context.Context, rec Record, existing *Record) (
 		}
 		existing = &got
 	}
-	l.cache.put(*existing, rec.CreatedAt)
+	f.cache.put(*existing, rec.CreatedAt)
 	return answerKnown(rec, *existing), false, nil
 }
 
@@ -191,8 +196,8 @@ func answerKnown(rec, existing Record) Result {
 
 // backoff is "full jitter": a random delay up to an exponentially growing cap,
 // so colliding retries spread out instead of colliding again.
-func (l *Flow) backoff(attempt int) time.Duration {
-	ceiling := min(l.baseDelay<<attempt, l.maxDelay)
+func (f *Flow[W]) backoff(attempt int) time.Duration {
+	ceiling := min(f.baseDelay<<attempt, f.maxDelay)
 	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
 }
 

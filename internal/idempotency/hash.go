@@ -8,14 +8,29 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // ErrNotIJSON reports a body that is not valid I-JSON (RFC 7493), the
-// subset of JSON that RFC 8785 canonicalizes.
+// subset of JSON that RFC 8785 canonicalizes. Canonicalize's errors are a
+// *NotIJSONError, which matches it.
 var ErrNotIJSON = errors.New("body is not valid I-JSON")
+
+// NotIJSONError says why a body is not I-JSON. Reason is fit for the client:
+// it names a byte offset, a code point or a rule, never the text around it.
+type NotIJSONError struct{ Reason string }
+
+func (e *NotIJSONError) Error() string { return ErrNotIJSON.Error() + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrNotIJSON) hold.
+func (e *NotIJSONError) Is(target error) bool { return target == ErrNotIJSON }
+
+func notIJSON(format string, args ...any) error {
+	return &NotIJSONError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // maxDouble is how jsontext spells an overflowing number once canonical: it
 // clamps instead of failing, so its appearance is the cue to look closer.
@@ -29,7 +44,8 @@ var maxDouble = []byte("1.7976931348623157e+308")
 func Canonicalize(body []byte) ([]byte, error) {
 	v := jsontext.Value(bytes.Clone(body))
 	if err := v.Canonicalize(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotIJSON, err)
+		// The library's own prefix says nothing to the client.
+		return nil, notIJSON("%s", strings.TrimPrefix(err.Error(), "jsontext: "))
 	}
 	if err := rejectNoncharacters(v); err != nil {
 		return nil, err
@@ -57,7 +73,7 @@ func rejectOverflow(body []byte) error {
 		// Underflow to zero is precision loss, as for any double; only
 		// overflow changes the value beyond recognition.
 		if f, _ := strconv.ParseFloat(tok.String(), 64); math.IsInf(f, 0) {
-			return fmt.Errorf("%w: number %.40s is outside the range of a double", ErrNotIJSON, tok.String())
+			return notIJSON("number %.40s is outside the range of a double", tok.String())
 		}
 	}
 }
@@ -77,7 +93,7 @@ func rejectNoncharacters(canonical []byte) error {
 		}
 		r, n := utf8.DecodeRune(canonical[i:])
 		if isNoncharacter(r) {
-			return fmt.Errorf("%w: a string or member name holds the noncharacter U+%04X (RFC 7493 section 2.1)", ErrNotIJSON, r)
+			return notIJSON("a string or member name holds the noncharacter U+%04X (RFC 7493 section 2.1)", r)
 		}
 		i += n - 1
 	}

@@ -1,24 +1,21 @@
 package idempotency
 
 import (
-	"errors"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/sync-events/sync-events/internal/canonuuid"
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 // HeaderName is the request header that carries the idempotency key.
 const HeaderName = "Idempotency-Key"
 
-// Key errors. Their text is what the client reads in the 400 response.
+// Key errors: each a 400 whose message the client reads.
 var (
-	ErrKeyMissing  = errors.New("Idempotency-Key header is required")
-	ErrKeyMultiple = errors.New("Idempotency-Key header must appear once, with a single value")
-	ErrKeyInvalid  = errors.New("Idempotency-Key must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)")
+	ErrKeyMissing  = &errcode.Error{Code: errcode.ValidationFailed, Message: "Idempotency-Key header is required"}
+	ErrKeyMultiple = &errcode.Error{Code: errcode.ValidationFailed, Message: "Idempotency-Key header must appear once, with a single value"}
+	ErrKeyInvalid  = &errcode.Error{Code: errcode.ValidationFailed, Message: "Idempotency-Key must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)"}
 )
-
-// canonicalUUIDLen is the length of the 8-4-4-4-12 text form of a UUID.
-const canonicalUUIDLen = 36
 
 // ParseKey validates the values an Idempotency-Key header arrived with and
 // returns the key in lowercase canonical form. UUIDs are case-insensitive
@@ -51,18 +48,9 @@ func ParseKey(values []string) (string, error) {
 		// what is inside the quotes is the key, or it is not a UUID.
 		v = v[1 : len(v)-1]
 	}
-	return ParseUUID(v, ErrKeyInvalid)
-}
-
-// ParseUUID returns s in lowercase canonical form when it is a UUID written
-// as 8-4-4-4-12 hexadecimal digits, and invalid otherwise.
-func ParseUUID(s string, invalid error) (string, error) {
-	if len(s) != canonicalUUIDLen {
-		return "", invalid
+	key, ok := canonuuid.Parse(v)
+	if !ok {
+		return "", ErrKeyInvalid
 	}
-	id, err := uuid.Parse(s)
-	if err != nil {
-		return "", invalid
-	}
-	return id.String(), nil
+	return key, nil
 }

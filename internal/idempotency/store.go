@@ -3,9 +3,8 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Record is one entry of the idempotency ledger: the answer given to the
@@ -22,15 +21,15 @@ type Record struct {
 	ExpiresAt    time.Time
 }
 
-// Store is what the flow needs from the database. Package ddb implements it
-// on DynamoDB.
-type Store interface {
+// Store is what the flow needs from the database, for business writes of
+// type W. Package ddb implements it on DynamoDB.
+type Store[W any] interface {
 	// Commit writes rec and writes in one all-or-nothing transaction. rec is
 	// written only if no live record exists for (rec.UserID, rec.Key): one
 	// whose ExpiresAt is before now counts as gone, because TTL deletes late.
 	// Errors are a *KeyExistsError, a *WriteConditionError,
 	// ErrTransactionConflict, ErrTooLarge, or an infrastructure failure.
-	Commit(ctx context.Context, rec Record, writes []types.TransactWriteItem, now time.Time) error
+	Commit(ctx context.Context, rec Record, writes []W, now time.Time) error
 	// Get reads a record with strong consistency; found is false if absent.
 	Get(ctx context.Context, userID, key string) (rec Record, found bool, err error)
 }
@@ -44,18 +43,21 @@ type KeyExistsError struct {
 
 func (e *KeyExistsError) Error() string { return "idempotency record already exists" }
 
-// WriteConditionError reports that the condition of business write Index
-// failed, so the transaction wrote nothing.
+// WriteConditionError reports that the conditions of the business writes
+// at Indexes (into the writes handed to Commit) failed, so the transaction
+// wrote nothing. A backend may report only the first that failed.
 type WriteConditionError struct {
-	Index int
+	Indexes []int
 }
 
-func (e *WriteConditionError) Error() string { return "business write condition failed" }
+func (e *WriteConditionError) Error() string {
+	return fmt.Sprintf("business write condition failed (writes %v)", e.Indexes)
+}
 
 // ErrTransactionConflict reports a transaction cancelled because another one
 // touched the same items at the same time; trying again resolves it.
 var ErrTransactionConflict = errors.New("transaction conflict")
 
-// ErrTooLarge reports a mutation over DynamoDB's transaction limits (100
-// actions, 4 MB in all, 400 KB an item). Nothing was sent.
+// ErrTooLarge reports a mutation over the store's transaction limits (on
+// DynamoDB: 100 actions, 4 MB in all, 400 KB an item). Nothing was sent.
 var ErrTooLarge = errors.New("mutation exceeds DynamoDB transaction limits")

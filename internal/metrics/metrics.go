@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"context"
+	"github.com/sync-events/sync-events/internal/idempotency"
 	"io"
 	"log/slog"
 	"time"
@@ -45,10 +46,24 @@ var (
 // All is every metric a request line carries.
 var All = []Metric{Requests, Latency, DynamoDBCalls, DynamoDBLatency, DynamoDBRetries, DynamoDBThrottles, ConflictRetries}
 
-// Outcomes are the values of the Outcome dimension: the idempotency
-// outcomes, a refusal of the request as sent (by error code), a failure
-// (error), and a page read.
-var Outcomes = []string{"executed", "replayed", "key_reused", "write_rejected", "conflict_exhausted", "refused", "error", "read"}
+// The outcomes of a request that the idempotency flow does not name.
+const (
+	OutcomeRefused = "refused" // the request as sent was refused (by error code)
+	OutcomeError   = "error"   // the service failed
+	OutcomeRead    = "read"    // a page was read
+)
+
+// Outcomes are the values of the Outcome dimension: the idempotency flow's
+// outcomes, then the handler's own.
+var Outcomes = append(outcomeNames(idempotency.Outcomes), OutcomeRefused, OutcomeError, OutcomeRead)
+
+func outcomeNames(os []idempotency.Outcome) []string {
+	names := make([]string, len(os))
+	for i, o := range os {
+		names[i] = string(o)
+	}
+	return names
+}
 
 // Request is what one request came to and cost.
 type Request struct {

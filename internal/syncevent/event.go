@@ -1,8 +1,8 @@
 // Package syncevent owns the event a client's sync queue sends: its fields,
 // the rules each must meet, the JSON the API answers with, and its position
-// in a user's receive order (the paging cursor). It knows neither HTTP nor
-// DynamoDB, and of idempotency only the UUID rule it shares with keys
-// (idempotency.ParseUUID), so that an event id and a key are read alike.
+// in a user's commit order (the paging cursor). It knows neither HTTP nor
+// DynamoDB nor idempotency; an event id is read by the same UUID rule as a
+// key (package canonuuid).
 package syncevent
 
 import (
@@ -14,7 +14,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/canonuuid"
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 // MaxTypeLen is the longest event type, in characters.
@@ -42,16 +43,14 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// ValidationError lists every field the body got wrong.
-type ValidationError struct {
-	Fields []FieldError
-}
-
-func (e *ValidationError) Error() string {
-	if len(e.Fields) == 1 {
-		return fmt.Sprintf("field %q: %s", e.Fields[0].Field, e.Fields[0].Message)
+// invalid is the VALIDATION_FAILED error for fields: its message sums them
+// up, its details list them all.
+func invalid(fields []FieldError) *errcode.Error {
+	msg := fmt.Sprintf("Invalid event: field %q: %s", fields[0].Field, fields[0].Message)
+	if len(fields) > 1 {
+		msg = fmt.Sprintf("Invalid event: %d fields are invalid; the first, %q: %s", len(fields), fields[0].Field, fields[0].Message)
 	}
-	return fmt.Sprintf("%d fields are invalid; the first, %q: %s", len(e.Fields), e.Fields[0].Field, e.Fields[0].Message)
+	return errcode.Invalid(msg, fields)
 }
 
 // wire is the body's shape; each member is kept raw so that a wrong type
@@ -63,13 +62,14 @@ type wire struct {
 	Payload    jsontext.Value `json:"payload"`
 }
 
-var errInvalidID = errors.New("must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)")
+const invalidID = "must be a UUID in canonical form (8-4-4-4-12 hexadecimal digits)"
 
 // Parse reads an event from a body that has already been checked to be
 // valid I-JSON (idempotency.Canonicalize does it). The payload is kept as
 // the client sent it: the canonical form is for comparing bodies, never for
 // storing them, so numbers come back spelled as they were sent. The user id
 // is not part of the body: the caller sets it from the verified identity.
+// An invalid event is an *errcode.Error whose Details are []FieldError.
 func Parse(canonical []byte) (Event, error) {
 	var w wire
 	// The body was validated when it was canonicalized; checking names and
@@ -84,8 +84,8 @@ func Parse(canonical []byte) (Event, error) {
 	add := func(field, msg string) { errs = append(errs, FieldError{field, msg}) }
 
 	if s, ok := stringField(w.ID, "id", add); ok {
-		if id, err := idempotency.ParseUUID(s, errInvalidID); err != nil {
-			add("id", err.Error())
+		if id, ok := canonuuid.Parse(s); !ok {
+			add("id", invalidID)
 		} else {
 			ev.ID = id
 		}
@@ -121,7 +121,7 @@ func Parse(canonical []byte) (Event, error) {
 		_ = ev.Payload.Compact()
 	}
 	if errs != nil {
-		return Event{}, &ValidationError{Fields: errs}
+		return Event{}, invalid(errs)
 	}
 	return ev, nil
 }
@@ -149,12 +149,12 @@ func decodeError(err error) error {
 	var se *json.SemanticError
 	if errors.As(err, &se) && errors.Is(err, json.ErrUnknownName) {
 		name := string(se.JSONPointer.LastToken())
-		return &ValidationError{Fields: []FieldError{{Field: name, Message: "is not a known field"}}}
+		return invalid([]FieldError{{Field: name, Message: "is not a known field"}})
 	}
 	if errors.As(err, &se) && len(se.JSONPointer) == 0 {
-		return &ValidationError{Fields: []FieldError{{Field: "body", Message: "must be a JSON object"}}}
+		return invalid([]FieldError{{Field: "body", Message: "must be a JSON object"}})
 	}
-	return &ValidationError{Fields: []FieldError{{Field: "body", Message: err.Error()}}}
+	return invalid([]FieldError{{Field: "body", Message: err.Error()}})
 }
 
 // Created is the 201 body for a stored event.

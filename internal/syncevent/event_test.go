@@ -7,16 +7,15 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 func TestParseReportsEveryBadField(t *testing.T) {
 	_, err := Parse([]byte(`{"id":"x","occurredAt":5,"payload":[],"type":""}`))
-	var ve *ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("err = %v", err)
-	}
+	fields := fieldErrors(t, err)
 	got := map[string]string{}
-	for _, f := range ve.Fields {
+	for _, f := range fields {
 		got[f.Field] = f.Message
 	}
 	for _, field := range []string{"id", "type", "occurredAt", "payload"} {
@@ -28,10 +27,23 @@ func TestParseReportsEveryBadField(t *testing.T) {
 
 func TestParseNamesAnUnknownField(t *testing.T) {
 	_, err := Parse([]byte(`{"id":"6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31","occurredAt":"2026-12-02T14:03:00Z","payload":{},"type":"t","userId":"u"}`))
-	var ve *ValidationError
-	if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "userId" {
+	if fields := fieldErrors(t, err); len(fields) != 1 || fields[0].Field != "userId" {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// fieldErrors are the fields a VALIDATION_FAILED error names.
+func fieldErrors(t *testing.T, err error) []FieldError {
+	t.Helper()
+	e, ok := errcode.Of(err)
+	if !ok || e.Code != errcode.ValidationFailed {
+		t.Fatalf("err = %v, want VALIDATION_FAILED", err)
+	}
+	fields, ok := e.Details.([]FieldError)
+	if !ok || len(fields) == 0 {
+		t.Fatalf("err = %v names no fields", err)
+	}
+	return fields
 }
 
 func TestParseKeepsTheEvent(t *testing.T) {

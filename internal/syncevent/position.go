@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/canonuuid"
 )
 
 // Position is a place in one user's receive order: just after the event
@@ -68,8 +68,8 @@ func ParseSortKey(key string) (Position, error) {
 	if err != nil {
 		return Position{}, ErrBadPosition
 	}
-	canon, err := idempotency.ParseUUID(id, ErrBadPosition)
-	if err != nil || canon != id {
+	canon, ok := canonuuid.Parse(id)
+	if !ok || canon != id {
 		return Position{}, ErrBadPosition
 	}
 	return Position{ReceivedAt: t, ID: id}, nil

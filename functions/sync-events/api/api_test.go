@@ -3,7 +3,6 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 func TestMissingKeyIsTheSeedsExact400(t *testing.T) {
@@ -25,7 +25,7 @@ func TestMissingKeyIsTheSeedsExact400(t *testing.T) {
 	for _, method := range []string{"PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		for _, key := range []string{"", uuid.NewString()} {
 			resp := hs.do(apiRequest(method, "alice", key, ""))
-			wantResponse(t, resp, 405, api.CodeMethodNotAllowed)
+			wantResponse(t, resp, 405, string(errcode.MethodNotAllowed))
 			if resp.Headers["Allow"] != "GET, POST" {
 				t.Fatalf("%s: Allow %q", method, resp.Headers["Allow"])
 			}
@@ -120,7 +120,7 @@ func TestSameEventIDUnderAnotherKeyIs409AndRecordsNothing(t *testing.T) {
 	id := uuid.NewString()
 	wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, id)), 201, "")
 	second := uuid.NewString()
-	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, api.CodeEventAlreadyExists)
+	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, string(errcode.EventAlreadyExists))
 	if n, events := hs.ledgerCount(), hs.stored()["alice"]; n != 1 || len(events) != 1 || events[0] != id {
 		t.Fatalf("%d ledger records and events %v, want only the first request's", n, events)
 	}
@@ -243,9 +243,9 @@ func TestListRejectsBadParameters(t *testing.T) {
 		{"limit": "0"}, {"limit": "101"}, {"limit": "ten"}, {"cursor": "!!"}, {"cursor": ""},
 		{"cursor": "bm90LWEtY3Vyc29y"}, // base64url of "not-a-cursor"
 	} {
-		wantResponse(t, hs.get("alice", q), 400, api.CodeValidationFailed)
+		wantResponse(t, hs.get("alice", q), 400, string(errcode.ValidationFailed))
 	}
-	wantResponse(t, hs.get("", nil), 401, api.CodeUnauthorized)
+	wantResponse(t, hs.get("", nil), 401, string(errcode.Unauthorized))
 }
 
 // TestCursorCannotCrossUsers: a cursor names a position, not a user; bob

@@ -3,139 +3,149 @@ package api
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/errcode"
 	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
-// Error codes of the API: the closed list a client can branch on.
-const (
-	CodeValidationFailed     = "VALIDATION_FAILED"
-	CodeUnauthorized         = "UNAUTHORIZED"
-	CodeCallerIDUnsupported  = "CALLER_ID_UNSUPPORTED"
-	CodeNotFound             = "NOT_FOUND"
-	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
-	CodeKeyReused            = "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"
-	CodeEventAlreadyExists   = "EVENT_ALREADY_EXISTS"
-	CodeStorageFull          = "USER_STORAGE_FULL"
-	CodePayloadTooLarge      = "PAYLOAD_TOO_LARGE"
-	CodeUnsupportedMediaType = "UNSUPPORTED_MEDIA_TYPE"
-	CodeServiceUnavailable   = "SERVICE_UNAVAILABLE"
-	CodeInternal             = "INTERNAL"
-	retryAfterSeconds        = 1
-)
-
-// Statuses is every error code the API answers with, and its status: the
-// one table that decides which status an error gets.
-var Statuses = map[string]int{
-	CodeValidationFailed:     http.StatusBadRequest,
-	CodeUnauthorized:         http.StatusUnauthorized,
-	CodeCallerIDUnsupported:  http.StatusForbidden,
-	CodeNotFound:             http.StatusNotFound,
-	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	CodeKeyReused:            http.StatusConflict,
-	CodeEventAlreadyExists:   http.StatusConflict,
-	CodeStorageFull:          http.StatusConflict,
-	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	CodeServiceUnavailable:   http.StatusServiceUnavailable,
-	CodeInternal:             http.StatusInternalServerError,
+// statuses is the one table of which status each error code answers with.
+var statuses = map[errcode.Code]int{
+	errcode.ValidationFailed:     http.StatusBadRequest,
+	errcode.Unauthorized:         http.StatusUnauthorized,
+	errcode.CallerIDUnsupported:  http.StatusForbidden,
+	errcode.NotFound:             http.StatusNotFound,
+	errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
+	errcode.KeyReused:            http.StatusConflict,
+	errcode.EventAlreadyExists:   http.StatusConflict,
+	errcode.StorageFull:          http.StatusConflict,
+	errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	errcode.ServiceUnavailable:   http.StatusServiceUnavailable,
+	errcode.Internal:             http.StatusInternalServerError,
 }
 
-// Error is an answer other than success: a status, a code the client can
-// branch on, a sentence a person can read, and optional details.
-type Error struct {
-	Status  int    `json:"-"`
-	Code    string `json:"error"`
-	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
-	// header is an extra response header, such as Allow or Retry-After.
-	header [2]string
-}
-
-// newError is the answer for code, its status taken from Statuses.
-func newError(code, message string) *Error {
-	status, ok := Statuses[code]
-	if !ok {
-		panic("api: no status for error code " + code)
+// Codes is every error code the API answers with, sorted: the OpenAPI
+// document's ErrorCode enum must list exactly these.
+func Codes() []string {
+	out := make([]string, 0, len(statuses))
+	for c := range statuses {
+		out = append(out, string(c))
 	}
-	return &Error{Status: status, Code: code, Message: message}
+	slices.Sort(out)
+	return out
 }
 
-func validation(message string, details any) *Error {
-	e := newError(CodeValidationFailed, message)
-	e.Details = details
-	return e
+// Status is the HTTP status code answers with, and false for a code the API
+// does not have.
+func Status(code string) (int, bool) {
+	s, ok := statuses[errcode.Code(code)]
+	return s, ok
 }
 
-func methodNotAllowed(allow string) *Error {
-	e := newError(CodeMethodNotAllowed, "Method not allowed on this route; allowed: "+allow)
-	e.header = [2]string{"Allow", allow}
-	return e
+// retryAfterSeconds is the Retry-After of every 503.
+const retryAfterSeconds = 1
+
+// answer is an error as the client gets it: a status, the code, the
+// sentence and details, and at most one extra header (Allow, Retry-After).
+type answer struct {
+	status  int
+	code    errcode.Code
+	message string
+	details any
+	header  [2]string
 }
 
-func unavailable(message string) *Error {
-	e := newError(CodeServiceUnavailable, message)
-	e.header = [2]string{"Retry-After", strconv.Itoa(retryAfterSeconds)}
-	return e
+// answerBody is answer's JSON.
+type answerBody struct {
+	Code    errcode.Code `json:"error"`
+	Message string       `json:"message"`
+	Details any          `json:"details,omitempty"`
 }
 
-var (
-	errUnauthorized = newError(CodeUnauthorized, "Authentication required: no user id in the verified token claims")
-	errNotFound     = newError(CodeNotFound, "No such route")
-	errBusy         = unavailable("Another request with this Idempotency-Key is in progress; retry with the same key")
-	// The seed's 409 for a reused key, byte for byte.
-	errKeyReused   = newError(CodeKeyReused, "Idempotency key already used with a different payload")
-	errEventExists = newError(CodeEventAlreadyExists, "An event with this id is already stored")
-	errStorageFull = newError(CodeStorageFull, "This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
-)
-
-// failure is a failed request's answer, worded for what the request was:
+// failed answers errors no package worded itself, by what the request was:
 // a mutation can be retried with its key; a read has nothing to protect.
-type failure struct{ mutation, read *Error }
-
 var (
-	errInternal = failure{
-		mutation: newError(CodeInternal, "Internal error; nothing was stored, retry with the same Idempotency-Key"),
-		read:     newError(CodeInternal, "Internal error; retry the request"),
-	}
-	errUnavailable = failure{
-		mutation: unavailable("Service temporarily unavailable; nothing was stored, retry with the same Idempotency-Key"),
-		read:     unavailable("Service temporarily unavailable; retry the request"),
-	}
+	internalMutation    = errcode.New(errcode.Internal, "Internal error; nothing was stored, retry with the same Idempotency-Key")
+	internalRead        = errcode.New(errcode.Internal, "Internal error; retry the request")
+	unavailableMutation = errcode.New(errcode.ServiceUnavailable, "Service temporarily unavailable; nothing was stored, retry with the same Idempotency-Key")
+	unavailableRead     = errcode.New(errcode.ServiceUnavailable, "Service temporarily unavailable; retry the request")
+	errBusy             = errcode.New(errcode.ServiceUnavailable, "Another request with this Idempotency-Key is in progress; retry with the same key")
+	errStorageFull      = errcode.New(errcode.StorageFull, "This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
+	errUnauthorized     = errcode.New(errcode.Unauthorized, "Authentication required: no user id in the verified token claims")
+	errNotFound         = errcode.New(errcode.NotFound, "No such route")
+	// The seed's 409 for a reused key, byte for byte.
+	errKeyReused = errcode.New(errcode.KeyReused, "Idempotency key already used with a different payload")
 )
 
-// forMethod is the wording of f for a request of method.
-func (f failure) forMethod(method string) *Error {
-	if isMutation(method) {
-		return f.mutation
-	}
-	return f.read
-}
-
-// failureAnswer maps a failure after the input was accepted to its answer.
-// None of them leaves anything written, so each is safe to retry with the
-// same key, except where the answer says retrying will not help.
-func failureAnswer(err error, method string) *Error {
+// answerFor is the one place an error becomes an answer. An errcode.Error
+// is answered as it says; every other failure after the input was accepted
+// is worded here. None of them leaves anything written, so each is safe to
+// retry with the same key, except where the answer says retrying will not
+// help.
+func answerFor(err error, method string) answer {
+	mutation := isMutation(method)
+	var e *errcode.Error
 	switch {
+	case errors.As(err, &e):
 	case errors.Is(err, idempotency.ErrTooLarge):
-		return newError(CodePayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
+		e = errcode.New(errcode.PayloadTooLarge, "The mutation exceeds DynamoDB's transaction limits: "+err.Error())
 	case errors.Is(err, ddb.ErrItemCollectionFull):
-		return errStorageFull
+		e = errStorageFull
 	case errors.Is(err, idempotency.ErrBusy):
-		return errBusy
+		e = errBusy
+	case ddb.IsTransient(err) && mutation:
+		e = unavailableMutation
 	case ddb.IsTransient(err):
-		return errUnavailable.forMethod(method)
+		e = unavailableRead
+	case mutation:
+		e = internalMutation
+	default:
+		e = internalRead
 	}
-	return errInternal.forMethod(method)
+	status, ok := statuses[e.Code]
+	if !ok {
+		panic("api: no status for error code " + e.Code)
+	}
+	a := answer{status: status, code: e.Code, message: e.Message, details: e.Details}
+	switch e.Code {
+	case errcode.ServiceUnavailable:
+		a.header = [2]string{"Retry-After", strconv.Itoa(retryAfterSeconds)}
+	case errcode.MethodNotAllowed:
+		a.header = [2]string{"Allow", e.Details.(allowed).header()}
+		a.details = nil
+	}
+	return a
 }
 
-// body is the error's JSON.
-func (e *Error) body() []byte {
-	b, err := json.Marshal(e)
+// allowed is the methods a path has, carried by a METHOD_NOT_ALLOWED error
+// to its Allow header.
+type allowed []string
+
+func (a allowed) header() string { return strings.Join(a, ", ") }
+
+func methodNotAllowed(methods []string) *errcode.Error {
+	return &errcode.Error{Code: errcode.MethodNotAllowed, Message: "Method not allowed on this route; allowed: " + allowed(methods).header(), Details: allowed(methods)}
+}
+
+// isMutation reports a method that changes state: its failures are worded
+// for a retry with the same key.
+func isMutation(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// body is the answer's JSON.
+func (a answer) body() []byte {
+	b, err := json.Marshal(answerBody{Code: a.code, Message: a.message, Details: a.details})
 	if err != nil {
 		// Details are always plain values; this cannot happen.
 		return []byte(`{"error":"INTERNAL","message":"Internal error"}`)

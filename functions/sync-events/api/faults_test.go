@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 // sdkAttempts is how many times the SDK's standard retryer sends a call.
@@ -136,7 +136,7 @@ func TestFaultsOnReads(t *testing.T) {
 			t.Logf("%s: this backend returned the item with the failed condition, no read to fail", op)
 			continue
 		}
-		wantResponse(t, resp, 503, api.CodeServiceUnavailable)
+		wantResponse(t, resp, 503, string(errcode.ServiceUnavailable))
 	}
 	hs.b.Transport.Reset()
 	rec.add(exchangeOf("alice", key, id, body, hs.post("alice", key, body)))

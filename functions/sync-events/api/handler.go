@@ -8,30 +8,20 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/errcode"
 	"github.com/sync-events/sync-events/internal/idempotency"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/syncevent"
-)
-
-// EventsPath is the one resource of the API.
-const EventsPath = "/api/v1/sync/events"
-
-// Page sizes of GET.
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 100
 )
 
 // deadlineMargin is the time kept back from the Lambda deadline so that a
@@ -39,18 +29,17 @@ const (
 // the function being killed and the client getting a gateway error.
 const deadlineMargin = 500 * time.Millisecond
 
-// EventStore is what the handler needs of the events table.
-type EventStore interface {
-	PutNew(ev syncevent.Event) types.TransactWriteItem
-	// After yields userID's events in receive order from after, reading
+// EventReader is what the handler reads of the events table.
+type EventReader interface {
+	// After yields userID's events in commit order from after, reading
 	// batch at a time, until the caller stops.
 	After(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error]
 }
 
 // Handler answers the function's API Gateway requests.
 type Handler struct {
-	ledger       *idempotency.Flow
-	events       EventStore
+	flow         *idempotency.Flow[syncevent.Event]
+	events       EventReader
 	maxBodyBytes int
 	log          *slog.Logger
 	metrics      *metrics.Writer
@@ -60,7 +49,7 @@ type Handler struct {
 type outcome struct {
 	status int
 	result string // one of metrics.Outcomes
-	code   string // the API error code answered, if any
+	code   errcode.Code
 	key    string
 	err    error
 	// fromCache: the answer came from the replay cache, with no DynamoDB call.
@@ -77,8 +66,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ctx, calls := ddb.CountCalls(ctx)
 	defer func() {
 		if p := recover(); p != nil {
-			out = outcome{result: "error", code: CodeInternal, key: out.key, err: fmt.Errorf("panic: %v\n%s", p, debug.Stack())}
-			resp = errorResponse(errInternal.forMethod(req.RequestContext.HTTP.Method))
+			resp, out = fail(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), req.RequestContext.HTTP.Method, out.key)
 		}
 		out.status = resp.StatusCode
 		h.report(ctx, &req, out, time.Since(start), calls())
@@ -94,7 +82,7 @@ func (h *Handler) report(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	requestID, traceID := lambdaRequestID(ctx, req), lambdaTraceID(ctx)
 	h.logRequest(ctx, req, out, took, requestID, traceID)
 	h.metrics.Write(metrics.Request{
-		Outcome: out.result, ErrorCode: out.code, RequestID: requestID, TraceID: traceID, Latency: took,
+		Outcome: out.result, ErrorCode: string(out.code), RequestID: requestID, TraceID: traceID, Latency: took,
 		Calls: calls.Calls, Retries: calls.Retries(), Throttles: calls.Throttles, CallLatency: calls.Latency,
 		ConflictRetries: out.conflictRetries,
 	})
@@ -107,47 +95,32 @@ func withDeadlineMargin(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithCancel(ctx)
 }
 
+// request is an API Gateway request as a route sees it: the event, the
+// path parameters its pattern named and, for a mutation, the verified
+// caller.
+type request struct {
+	*events.APIGatewayV2HTTPRequest
+	params map[string]string
+	user   string
+}
+
+// route finds the request's row of the table and runs it. A path no row
+// has is a 404; a method its rows do not take is refused as such (RFC 9110,
+// 15.5.6), before anything about the request is looked at.
 func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	if requestPath(req) != EventsPath {
-		return rejected(errNotFound)
+	method := req.RequestContext.HTTP.Method
+	rt, params, allow := match(method, requestPath(req))
+	switch {
+	case rt == nil && allow == nil:
+		return fail(errNotFound, method, "")
+	case rt == nil:
+		return fail(methodNotAllowed(allow), method, "")
 	}
-	switch req.RequestContext.HTTP.Method {
-	case http.MethodGet:
-		return h.list(ctx, req)
-	case http.MethodPost:
-	default:
-		// A method the resource does not take is refused as such (RFC 9110,
-		// 15.5.6), before anything about the request is looked at.
-		return rejected(methodNotAllowed(allowedMethods))
+	r := &request{APIGatewayV2HTTPRequest: req, params: params}
+	if rt.read != nil {
+		return rt.read(h, ctx, r)
 	}
-	// Every mutation needs a caller and a key.
-	user, apiErr := userID(req)
-	if apiErr != nil {
-		return rejected(apiErr)
-	}
-	key, apiErr := idempotencyKey(req)
-	if apiErr != nil {
-		return rejected(apiErr)
-	}
-	return h.post(ctx, req, user, key)
-}
-
-const allowedMethods = "GET, POST"
-
-// isMutation reports a method that changes state: its failures are worded
-// for a retry with the same key.
-func isMutation(method string) bool {
-	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
-	}
-	return false
-}
-
-// Routes lists, as "METHOD path", what the handler answers with anything
-// but a refusal. The OpenAPI document must describe exactly these.
-func Routes() []string {
-	return []string{http.MethodGet + " " + EventsPath, http.MethodPost + " " + EventsPath}
+	return h.mutate(ctx, r, rt)
 }
 
 // requestPath is the path the request was for, without what API Gateway
@@ -175,150 +148,90 @@ func requestPath(req *events.APIGatewayV2HTTPRequest) string {
 	return p
 }
 
-func (h *Handler) post(ctx context.Context, req *events.APIGatewayV2HTTPRequest, user, key string) (events.APIGatewayV2HTTPResponse, outcome) {
-	ev, canonical, apiErr := h.parseEvent(req)
-	if apiErr != nil {
-		r, o := rejected(apiErr)
-		o.key = key
-		return r, o
-	}
-	ev.UserID = user
-	mreq := idempotency.Request{UserID: user, Key: key, Method: http.MethodPost, Route: EventsPath, CanonicalBody: canonical}
-	res, err := h.ledger.Do(ctx, mreq, h.storeEvent(ev))
+// mutate is the envelope of every mutation: the verified caller, the key,
+// a JSON body within the size limit and its canonical form, then the
+// route's own parsing, then the exactly-once flow and its answer.
+func (h *Handler) mutate(ctx context.Context, r *request, rt *route) (events.APIGatewayV2HTTPResponse, outcome) {
+	method := rt.method
+	user, err := userID(r.APIGatewayV2HTTPRequest)
 	if err != nil {
-		r, o := failed(err, key, req)
-		if res.Outcome == idempotency.ConflictExhausted {
-			o.result = string(res.Outcome)
-		}
-		o.conflictRetries = res.ConflictRetries
-		return r, o
+		return fail(err, method, "")
 	}
-	out := outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache, conflictRetries: res.ConflictRetries}
+	key, err := idempotencyKey(r.APIGatewayV2HTTPRequest)
+	if err != nil {
+		return fail(err, method, "")
+	}
+	r.user = user
+	b, canonical, err := h.jsonBody(r.APIGatewayV2HTTPRequest)
+	if err != nil {
+		return fail(err, method, key)
+	}
+	p, err := rt.mutate(h, r, b)
+	if err != nil {
+		return fail(err, method, key)
+	}
+	mreq := idempotency.Request{UserID: user, Key: key, Method: method, Route: rt.pattern, CanonicalBody: canonical}
+	res, err := h.flow.Do(ctx, mreq, p.execute)
+	if err != nil {
+		resp, out := fail(err, method, key)
+		if res.Outcome == idempotency.ConflictExhausted {
+			out.result = string(res.Outcome)
+		}
+		out.conflictRetries = res.ConflictRetries
+		return resp, out
+	}
+	var refusal error
 	switch res.Outcome {
 	case idempotency.KeyReused:
-		out.code = CodeKeyReused
-		return errorResponse(errKeyReused), out
-	case idempotency.WriteRejected: // the one write: the event's id is taken
-		out.code = CodeEventAlreadyExists
-		return errorResponse(errEventExists), out
+		refusal = errKeyReused
+	case idempotency.WriteRejected:
+		refusal = p.rejected(res.FailedWrites)
+	}
+	if refusal != nil {
+		resp, out := fail(refusal, method, key)
+		out.result, out.fromCache, out.conflictRetries = string(res.Outcome), res.FromCache, res.ConflictRetries
+		return resp, out
 	}
 	resp := jsonResponse(res.StatusCode, res.Body)
 	if res.Replayed() {
 		resp.Headers["Idempotent-Replayed"] = "true"
 	}
+	return resp, outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache, conflictRetries: res.ConflictRetries}
+}
+
+// jsonBody is the request's JSON body as sent, and its canonical form (for
+// the payload hash), or the refusal that says why there is none.
+func (h *Handler) jsonBody(req *events.APIGatewayV2HTTPRequest) (b, canonical []byte, err error) {
+	if err := checkContentType(req); err != nil {
+		return nil, nil, err
+	}
+	if b, err = body(req, h.maxBodyBytes); err != nil {
+		return nil, nil, err
+	}
+	if canonical, err = canonicalBody(b); err != nil {
+		return nil, nil, err
+	}
+	return b, canonical, nil
+}
+
+// fail answers err (see answerFor): a refusal when the request itself
+// cannot be served (4xx), an error when the service is at fault (5xx). A
+// refusal worded by its own package is the client's doing and is not
+// logged as an error; anything else is.
+func fail(err error, method, key string) (events.APIGatewayV2HTTPResponse, outcome) {
+	a := answerFor(err, method)
+	out := outcome{result: metrics.OutcomeRefused, code: a.code, key: key}
+	if a.status >= http.StatusInternalServerError {
+		out.result = metrics.OutcomeError
+	}
+	if _, worded := errcode.Of(err); !worded || a.status >= http.StatusInternalServerError {
+		out.err = err
+	}
+	resp := jsonResponse(a.status, a.body())
+	if a.header[0] != "" {
+		resp.Headers[a.header[0]] = a.header[1]
+	}
 	return resp, out
-}
-
-func (h *Handler) parseEvent(req *events.APIGatewayV2HTTPRequest) (syncevent.Event, []byte, *Error) {
-	if e := checkContentType(req); e != nil {
-		return syncevent.Event{}, nil, e
-	}
-	b, e := body(req, h.maxBodyBytes)
-	if e != nil {
-		return syncevent.Event{}, nil, e
-	}
-	canonical, e := canonicalBody(b)
-	if e != nil {
-		return syncevent.Event{}, nil, e
-	}
-	// The event is read from the body as sent: the canonical form is only
-	// for the hash, and storing it would change the client's numbers.
-	ev, err := syncevent.Parse(b)
-	if err != nil {
-		var ve *syncevent.ValidationError
-		if errors.As(err, &ve) {
-			return syncevent.Event{}, nil, validation("Invalid event: "+ve.Error(), ve.Fields)
-		}
-		return syncevent.Event{}, nil, validation("Invalid event: "+err.Error(), nil)
-	}
-	return ev, canonical, nil
-}
-
-// storeEvent is the executor of POST: the event, stamped with the time the
-// server received it, and its write, which must be its id's first.
-func (h *Handler) storeEvent(ev syncevent.Event) idempotency.Executor {
-	return func(_ context.Context, now time.Time) (idempotency.Execution, error) {
-		ev.ReceivedAt = now.Truncate(time.Millisecond)
-		return idempotency.Execution{
-			Response: idempotency.Response{StatusCode: http.StatusCreated, Body: ev.CreatedBody()},
-			Writes:   []types.TransactWriteItem{h.events.PutNew(ev)},
-		}, nil
-	}
-}
-
-func (h *Handler) list(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	user, apiErr := userID(req)
-	if apiErr != nil {
-		return rejected(apiErr)
-	}
-	limit, after, apiErr := pageParams(req.QueryStringParameters)
-	if apiErr != nil {
-		return rejected(apiErr)
-	}
-	p := newPage(limit, MaxPageResponseBytes)
-	more := false
-	// One more than the page holds is read, so that the last page is
-	// known to be last.
-	for ev, err := range h.events.After(ctx, user, after, limit+1) {
-		if err != nil {
-			return failed(err, "", req)
-		}
-		added, err := p.add(ev)
-		if err != nil {
-			return failed(err, "", req)
-		}
-		if !added {
-			more = true
-			break
-		}
-	}
-	return jsonResponse(http.StatusOK, p.finish(more)), outcome{result: "read"}
-}
-
-var badCursor = validation("cursor is not a cursor this API returned", map[string]string{"field": "cursor"})
-
-func pageParams(q map[string]string) (limit int, after syncevent.Position, _ *Error) {
-	limit = DefaultPageSize
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, after, validation(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), map[string]string{"field": "limit"})
-		}
-		limit = n
-	}
-	if v, ok := q["cursor"]; ok {
-		pos, err := syncevent.ParseCursor(v)
-		if err != nil {
-			return 0, after, badCursor
-		}
-		after = pos
-	}
-	return limit, after, nil
-}
-
-// rejected refuses the request as sent: nothing was tried.
-func rejected(e *Error) (events.APIGatewayV2HTTPResponse, outcome) {
-	return errorResponse(e), outcome{result: "refused", code: e.Code}
-}
-
-// failed answers a request that failed after its input was accepted: an
-// error if the service is at fault (5xx), a refusal if the mutation itself
-// cannot be stored (too large for a transaction, the user's storage full).
-func failed(err error, key string, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	e := failureAnswer(err, req.RequestContext.HTTP.Method)
-	result := "refused"
-	if e.Status >= http.StatusInternalServerError {
-		result = "error"
-	}
-	return errorResponse(e), outcome{result: result, code: e.Code, key: key, err: err}
-}
-
-func errorResponse(e *Error) events.APIGatewayV2HTTPResponse {
-	r := jsonResponse(e.Status, e.body())
-	if e.header[0] != "" {
-		r.Headers[e.header[0]] = e.header[1]
-	}
-	return r
 }
 
 func jsonResponse(status int, body []byte) events.APIGatewayV2HTTPResponse {
@@ -346,7 +259,7 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 		attrs = append(attrs, slog.String("key_prefix", out.key[:8]))
 	}
 	if out.code != "" {
-		attrs = append(attrs, slog.String("error_code", out.code))
+		attrs = append(attrs, slog.String("error_code", string(out.code)))
 	}
 	if out.fromCache {
 		attrs = append(attrs, slog.Bool("from_cache", true))

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 type hostileCase struct {
@@ -65,7 +66,7 @@ func hostileCases() []hostileCase {
 	b64 := func(r *events.APIGatewayV2HTTPRequest) {
 		r.Body, r.IsBase64Encoded = base64.StdEncoding.EncodeToString([]byte(r.Body)), true
 	}
-	const v, nf, ue = api.CodeValidationFailed, api.CodeNotFound, api.CodeUnsupportedMediaType
+	const v, nf, ue = string(errcode.ValidationFailed), string(errcode.NotFound), string(errcode.UnsupportedMediaType)
 	return []hostileCase{
 		// The Idempotency-Key header.
 		{"key missing", func(r *events.APIGatewayV2HTTPRequest) { delete(r.Headers, "idempotency-key") }, 400, v},
@@ -112,8 +113,8 @@ func hostileCases() []hostileCase {
 		{"NaN", setField("payload", `{"n":NaN}`), 400, v},
 		{"100 000 nested arrays", setBody(nested("[", "]", 100000)), 400, v},
 		{"40 000 nested objects (as deep as fits the size limit)", setBody(nested(`{"":`, "}", 40000)), 400, v},
-		{"body over the size limit", setBody(big), 413, api.CodePayloadTooLarge},
-		{"base64 body over the size limit", func(r *events.APIGatewayV2HTTPRequest) { r.Body = big; b64(r) }, 413, api.CodePayloadTooLarge},
+		{"body over the size limit", setBody(big), 413, string(errcode.PayloadTooLarge)},
+		{"base64 body over the size limit", func(r *events.APIGatewayV2HTTPRequest) { r.Body = big; b64(r) }, 413, string(errcode.PayloadTooLarge)},
 		{"base64 body", b64, 201, ""},
 		{"base64 flag on a body that is not base64", func(r *events.APIGatewayV2HTTPRequest) { r.IsBase64Encoded = true }, 400, v},
 		{"base64 with bad padding", func(r *events.APIGatewayV2HTTPRequest) { b64(r); r.Body = strings.TrimRight(r.Body, "=") + "=" }, 400, v},
@@ -148,19 +149,19 @@ func hostileCases() []hostileCase {
 		{"user id smuggled in the body", setField("userId", `"mallory"`), 400, v},
 		{"user id smuggled in the body as sub", setField("sub", `"mallory"`), 400, v},
 		{"user id smuggled in a header", header("x-user-id", "mallory"), 201, ""},
-		{"no authorizer", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.Authorizer = nil }, 401, api.CodeUnauthorized},
-		{"claims without sub", func(r *events.APIGatewayV2HTTPRequest) { delete(r.RequestContext.Authorizer.JWT.Claims, "sub") }, 401, api.CodeUnauthorized},
-		{"blank sub", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.Authorizer.JWT.Claims["sub"] = " " }, 401, api.CodeUnauthorized},
+		{"no authorizer", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.Authorizer = nil }, 401, string(errcode.Unauthorized)},
+		{"claims without sub", func(r *events.APIGatewayV2HTTPRequest) { delete(r.RequestContext.Authorizer.JWT.Claims, "sub") }, 401, string(errcode.Unauthorized)},
+		{"blank sub", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.Authorizer.JWT.Claims["sub"] = " " }, 401, string(errcode.Unauthorized)},
 		// Routes and methods.
 		{"unknown route", func(r *events.APIGatewayV2HTTPRequest) { r.RawPath = "/api/v1/sync/event" }, 404, nf},
 		{"trailing slash", func(r *events.APIGatewayV2HTTPRequest) { r.RawPath += "/" }, 404, nf},
 		{"root", func(r *events.APIGatewayV2HTTPRequest) { r.RawPath = "/" }, 404, nf},
 		{"path traversal", func(r *events.APIGatewayV2HTTPRequest) { r.RawPath = "/api/v1/sync/events/../events" }, 404, nf},
-		{"PUT", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "PUT" }, 405, api.CodeMethodNotAllowed},
-		{"PATCH", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "PATCH" }, 405, api.CodeMethodNotAllowed},
-		{"DELETE", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "DELETE" }, 405, api.CodeMethodNotAllowed},
-		{"OPTIONS", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "OPTIONS" }, 405, api.CodeMethodNotAllowed},
-		{"lowercase method", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "post" }, 405, api.CodeMethodNotAllowed},
+		{"PUT", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "PUT" }, 405, string(errcode.MethodNotAllowed)},
+		{"PATCH", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "PATCH" }, 405, string(errcode.MethodNotAllowed)},
+		{"DELETE", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "DELETE" }, 405, string(errcode.MethodNotAllowed)},
+		{"OPTIONS", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "OPTIONS" }, 405, string(errcode.MethodNotAllowed)},
+		{"lowercase method", func(r *events.APIGatewayV2HTTPRequest) { r.RequestContext.HTTP.Method = "post" }, 405, string(errcode.MethodNotAllowed)},
 		// Noncharacters (RFC 7493 section 2.1): escaped, raw, in a member name.
 		{"noncharacter U+FFFF escaped", setField("payload", `{"a":"\uffff"}`), 400, v},
 		{"noncharacter U+FDD0 raw", setField("payload", "{\"a\":\"\uFDD0\"}"), 400, v},

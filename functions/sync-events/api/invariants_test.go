@@ -3,12 +3,12 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sync-events/sync-events/internal/errcode"
 	"github.com/sync-events/sync-events/internal/idempotency"
 
 	"github.com/sync-events/sync-events/internal/tally"
@@ -123,9 +123,9 @@ func (hs *harness) checkInvariants(rec *recorder) {
 			t.Errorf("key %s of %s: its winning body was answered %d %s", x.key, x.user, x.status, x.body)
 		case x.hash != won && x.status == 201:
 			t.Errorf("key %s of %s: a body that did not win it got a 201", x.key, x.user)
-		case x.code == api.CodeKeyReused && x.body != seedKeyReusedBody:
+		case x.code == string(errcode.KeyReused) && x.body != seedKeyReusedBody:
 			t.Errorf("key %s of %s: 409 body %s is not the seed's", x.key, x.user, x.body)
-		case x.hash != won && x.code != api.CodeKeyReused && x.code != api.CodeEventAlreadyExists:
+		case x.hash != won && x.code != string(errcode.KeyReused) && x.code != string(errcode.EventAlreadyExists):
 			t.Errorf("key %s of %s: a losing body got %d %s", x.key, x.user, x.status, x.body)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/errcode"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -68,7 +69,7 @@ func TestDeepestAcceptedPayloadIsServed(t *testing.T) {
 	// Up to the decoder's own limit the payload is named; past it, the body.
 	for _, levels := range []int{syncevent.MaxPayloadDepth + 1, 9998, 9999, 10000} {
 		resp := hs.post("deep", uuid.NewString(), event(nested(levels)).body())
-		wantResponse(t, resp, 400, api.CodeValidationFailed)
+		wantResponse(t, resp, 400, string(errcode.ValidationFailed))
 		if field := map[bool]string{true: "payload", false: "body"}[levels < 10000]; !strings.Contains(resp.Body, `"field":"`+field+`"`) {
 			t.Fatalf("%d levels: %.300s", levels, resp.Body)
 		}
@@ -130,11 +131,11 @@ func TestErrorLogsCarryNoPayload(t *testing.T) {
 	}
 	key := uuid.NewString()
 	wantResponse(t, hs.post("user-9c1d", key, body()), 201, "")
-	wantResponse(t, hs.post("user-9c1d", key, body()), 409, api.CodeKeyReused)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"`+marker+`":1}`), 400, api.CodeValidationFailed)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"id":"`+marker+`",`), 400, api.CodeValidationFailed)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(`{"`+marker+`":"\uffff"}`).body()), 400, api.CodeValidationFailed)
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(nested(syncevent.MaxPayloadDepth+1)).body()), 400, api.CodeValidationFailed)
+	wantResponse(t, hs.post("user-9c1d", key, body()), 409, string(errcode.KeyReused))
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"`+marker+`":1}`), 400, string(errcode.ValidationFailed))
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"id":"`+marker+`",`), 400, string(errcode.ValidationFailed))
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(`{"`+marker+`":"\uffff"}`).body()), 400, string(errcode.ValidationFailed))
+	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(nested(syncevent.MaxPayloadDepth+1)).body()), 400, string(errcode.ValidationFailed))
 
 	faults := []struct {
 		op     string
@@ -162,7 +163,7 @@ func TestErrorLogsCarryNoPayload(t *testing.T) {
 	// A stored item this code could not have written: its payload is not
 	// JSON, and the encoder's error would quote the marker.
 	putRawEvent(t, hs, "user-9c1d", `{"`+marker+`":[}`)
-	wantResponse(t, hs.get("user-9c1d", nil), 500, api.CodeInternal)
+	wantResponse(t, hs.get("user-9c1d", nil), 500, string(errcode.Internal))
 	hs.logMu.Lock()
 	errorLines := strings.Count(hs.logs.String(), `"error":"`)
 	hs.logMu.Unlock()
@@ -236,7 +237,7 @@ func TestOccurredAtComesBackAsSent(t *testing.T) {
 	for _, at := range []string{"2026-12-02T14:03:00,5Z", "2026-12-02T14:03:00+24:00", "2026-12-02T14:03:00+01:60", "2026-12-02T4:03:00Z", "2026-12-02 14:03:00Z"} {
 		e := event(`{}`)
 		e.OccurredAt = at
-		wantResponse(t, hs.post("times", uuid.NewString(), e.body()), 400, api.CodeValidationFailed)
+		wantResponse(t, hs.post("times", uuid.NewString(), e.body()), 400, string(errcode.ValidationFailed))
 	}
 }
 
@@ -259,7 +260,7 @@ func TestNumbersComeBackAsSent(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"1e400", "-1e309"} {
-		wantResponse(t, hs.post("numbers", uuid.NewString(), event(`{"n":`+n+`}`).body()), 400, api.CodeValidationFailed)
+		wantResponse(t, hs.post("numbers", uuid.NewString(), event(`{"n":`+n+`}`).body()), 400, string(errcode.ValidationFailed))
 	}
 	// The hash is RFC 8785's: a retry that spells a number otherwise is the
 	// same request, and is answered with the replay.
@@ -283,8 +284,8 @@ func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
 	wantListed(t, hs.walk(longest, 10), []sentEvent{e})
 	for _, sub := range []string{longest + "u", strings.Repeat("é", ddb.MaxPartitionKeyBytes/2+1), "bad\xffutf8"} {
 		before := hs.b.Transport.Total()
-		wantResponse(t, hs.post(sub, uuid.NewString(), event(`{}`).body()), 403, api.CodeCallerIDUnsupported)
-		wantResponse(t, hs.get(sub, nil), 403, api.CodeCallerIDUnsupported)
+		wantResponse(t, hs.post(sub, uuid.NewString(), event(`{}`).body()), 403, string(errcode.CallerIDUnsupported))
+		wantResponse(t, hs.get(sub, nil), 403, string(errcode.CallerIDUnsupported))
 		if calls := hs.b.Transport.Total() - before; calls != 0 {
 			t.Fatalf("%d DynamoDB calls for a caller id it would refuse", calls)
 		}
@@ -338,7 +339,7 @@ func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
 		key, body, user := uuid.NewString(), event(`{}`).body(), fmt.Sprint("full-", i)
 		records := hs.ledgerCount()
 		resp := hs.post(user, key, body)
-		wantResponse(t, resp, http.StatusConflict, api.CodeStorageFull)
+		wantResponse(t, resp, http.StatusConflict, string(errcode.StorageFull))
 		if resp.Headers["Retry-After"] != "" {
 			t.Fatalf("a Retry-After on an answer that retrying cannot change")
 		}

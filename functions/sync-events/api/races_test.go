@@ -2,13 +2,14 @@ package api_test
 
 import (
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 // TestRaceOneKeyOneBody: 100 copies of one request at once, spread over 10
@@ -68,7 +69,7 @@ func TestRaceOneKeyManyBodies(t *testing.T) {
 			}
 		case x.status == 201:
 			t.Fatalf("a second body won: %s", x.eventID)
-		case x.status != 409 || x.code != api.CodeKeyReused:
+		case x.status != 409 || x.code != string(errcode.KeyReused):
 			t.Fatalf("a loser got %d %s", x.status, x.body)
 		}
 	}
@@ -80,7 +81,7 @@ func TestRaceOneKeyManyBodies(t *testing.T) {
 		t.Fatalf("winner's retry: %d replayed=%v", x.status, x.replayed)
 	}
 	loser := (winner + 1) % n
-	if x := hs.send(rec, "alice", key, ids[loser], bodies[loser]); x.status != 409 || x.code != api.CodeKeyReused {
+	if x := hs.send(rec, "alice", key, ids[loser], bodies[loser]); x.status != 409 || x.code != string(errcode.KeyReused) {
 		t.Fatalf("loser's retry: %d %s", x.status, x.body)
 	}
 	hs.checkInvariants(rec)

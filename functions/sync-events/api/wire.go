@@ -33,16 +33,15 @@ type Output struct {
 	Metrics *metrics.Writer
 }
 
-// Wire is the one place the handler is put together: the ledger table's
-// store, the exactly-once flow over it with its replay cache, and the
-// events table, on client (its calls counted for the metrics).
-// The Lambda, make run and every test use it.
+// Wire is the one place the handler is put together: the event log (the
+// events and ledger tables, committed together), the exactly-once flow
+// over it with its replay cache, on client (its calls counted for the
+// metrics). The Lambda, make run and every test use it.
 func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	client = ddb.WithCallStats(client)
-	ledger := idempotency.NewFlow(ddb.NewLedger(client, cfg.IdempotencyTable), cfg.Retention)
-	ledger.UseReplayCache(idempotency.NewReplayCache(cfg.ReplayCacheBytes))
-	return &Handler{
-		ledger: ledger, events: ddb.NewEvents(client, cfg.EventsTable), maxBodyBytes: cfg.MaxBodyBytes,
-		log: out.Log, metrics: out.Metrics,
-	}
+	events := ddb.NewEvents(client, cfg.EventsTable)
+	log := ddb.NewEventLog(ddb.NewLedger(client, cfg.IdempotencyTable), events)
+	flow := idempotency.NewFlow(log, cfg.Retention)
+	flow.UseReplayCache(idempotency.NewReplayCache(cfg.ReplayCacheBytes))
+	return &Handler{flow: flow, events: events, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// EventsPath is the events resource.
+const EventsPath = "/api/v1/sync/events"
+
+// route is one row of the table: a method and a path pattern, and either
+// a read or a mutation. Every mutation goes through one envelope
+// (Handler.mutate): caller, key, content type, size, canonical body, the
+// exactly-once flow, the answer, the log and the metrics.
+type route struct {
+	method string
+	// pattern is the path: literal segments, or {name} for a path
+	// parameter, which the request then carries in params.
+	pattern string
+	read    func(h *Handler, ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome)
+	mutate  mutation
+}
+
+// mutation reads a mutation's accepted body (valid I-JSON, within the size
+// limit) into its plan, or refuses it with an errcode.Error.
+type mutation func(h *Handler, r *request, body []byte) (plan, error)
+
+// plan is what a mutation will do once the flow lets it run: its executor,
+// and how to word the answer when business writes' conditions fail.
+type plan struct {
+	execute  idempotency.Executor[syncevent.Event]
+	rejected func(failed []int) error
+}
+
+// routes is the table: what the API answers with anything but a refusal.
+// 404, 405 and Allow come from it, and so do Routes (held to the OpenAPI
+// document) and the template's routes.
+var routes = []route{
+	{method: http.MethodGet, pattern: EventsPath, read: (*Handler).listEvents},
+	{method: http.MethodPost, pattern: EventsPath, mutate: postEvent},
+}
+
+// Routes lists, as "METHOD pattern", what the handler answers with
+// anything but a refusal. The OpenAPI document must describe exactly these.
+func Routes() []string {
+	out := make([]string, len(routes))
+	for i, rt := range routes {
+		out[i] = rt.method + " " + rt.pattern
+	}
+	return out
+}
+
+// match finds the route for method and path. A path that some route has
+// but not with this method gives the methods that route has (for 405's
+// Allow); a path no route has gives none (404).
+func match(method, path string) (rt *route, params map[string]string, allow []string) {
+	for i := range routes {
+		p, ok := matchPattern(routes[i].pattern, path)
+		if !ok {
+			continue
+		}
+		if routes[i].method == method {
+			return &routes[i], p, nil
+		}
+		allow = append(allow, routes[i].method)
+	}
+	return nil, nil, allow
+}
+
+// matchPattern matches path against pattern segment by segment; a {name}
+// segment takes any one non-empty segment.
+func matchPattern(pattern, path string) (map[string]string, bool) {
+	var params map[string]string
+	for {
+		pseg, prest, pmore := strings.Cut(strings.TrimPrefix(pattern, "/"), "/")
+		seg, rest, more := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+		if !strings.HasPrefix(pattern, "/") || !strings.HasPrefix(path, "/") || pmore != more {
+			return nil, false
+		}
+		if name, ok := strings.CutPrefix(pseg, "{"); ok && strings.HasSuffix(name, "}") && seg != "" {
+			if params == nil {
+				params = map[string]string{}
+			}
+			params[strings.TrimSuffix(name, "}")] = seg
+		} else if pseg != seg {
+			return nil, false
+		}
+		if !more {
+			return params, true
+		}
+		pattern, path = "/"+prest, "/"+rest
+	}
+}
