@@ -37,6 +37,26 @@ const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
 // one transaction. The order matters on backends that report only
 // the first failed condition: a known key must be recognised as such.
 func (l *Ledger) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
+	err := l.commit(ctx, rec, writes, now)
+	var failed *writesFailed
+	if errors.As(err, &failed) {
+		return &idempotency.WriteConditionError{Indexes: failed.indexes}
+	}
+	return err
+}
+
+// writesFailed reports the business writes whose conditions failed, by
+// index into the writes, with the item the backend returned for each (nil
+// where it returned none).
+type writesFailed struct {
+	indexes []int
+	items   []map[string]types.AttributeValue
+}
+
+func (e *writesFailed) Error() string { return fmt.Sprintf("conditions of writes %v failed", e.indexes) }
+
+// commit is Commit, reporting failed business conditions as *writesFailed.
+func (l *Ledger) commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
 	items := make([]types.TransactWriteItem, 0, len(writes)+1)
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName:                           aws.String(l.table),
@@ -77,14 +97,15 @@ func classifyCommitError(err error) error {
 		return &idempotency.KeyExistsError{Existing: existingRecord(reasons[0].Item)}
 	}
 	// The ledger record is item 0, so business write i is item i+1.
-	var failed []int
+	var failed writesFailed
 	for i, r := range reasons {
 		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
-			failed = append(failed, i-1)
+			failed.indexes = append(failed.indexes, i-1)
+			failed.items = append(failed.items, r.Item)
 		}
 	}
-	if failed != nil {
-		return &idempotency.WriteConditionError{Indexes: failed}
+	if failed.indexes != nil {
+		return &failed
 	}
 	for _, r := range reasons {
 		code := aws.ToString(r.Code)
@@ -200,6 +221,10 @@ func readAttr(item map[string]types.AttributeValue, name string, dst any) error 
 }
 
 func str(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n uint64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
+}
 
 func epoch(t time.Time) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}

@@ -41,8 +41,8 @@ func TestClassifyCommitError(t *testing.T) {
 	if err := classifyCommitError(cancelled(reason("ConditionalCheckFailed"), reason("None"))); !errors.As(err, &exists) || exists.Existing != nil {
 		t.Fatalf("without the old item: %v", err)
 	}
-	var write *idempotency.WriteConditionError
-	if err := classifyCommitError(cancelled(reason("None"), reason("None"), reason("ConditionalCheckFailed"))); !errors.As(err, &write) || !slices.Equal(write.Indexes, []int{1}) {
+	var write *writesFailed
+	if err := classifyCommitError(cancelled(reason("None"), reason("None"), reason("ConditionalCheckFailed"))); !errors.As(err, &write) || !slices.Equal(write.indexes, []int{1}) {
 		t.Fatalf("business condition: %v", err)
 	}
 	if err := classifyCommitError(cancelled(reason("None"), reason("TransactionConflict"))); !errors.Is(err, idempotency.ErrTransactionConflict) {

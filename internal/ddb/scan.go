@@ -3,6 +3,7 @@ package ddb
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,9 +14,16 @@ import (
 )
 
 // All reads every event of every user, as stored, with strong
-// consistency: for tests and operators, never the request path.
+// consistency: for tests and operators, never the request path. Head items
+// are passed over.
 func (e *Events) All(ctx context.Context) ([]syncevent.Event, error) {
-	return scanAll(ctx, e.client, e.table, decodeEvent)
+	all, err := scanAll(ctx, e.client, e.table, func(item map[string]types.AttributeValue) (syncevent.Event, error) {
+		if isHead(item) {
+			return syncevent.Event{}, nil
+		}
+		return decodeEvent(item)
+	})
+	return slices.DeleteFunc(all, func(ev syncevent.Event) bool { return ev.ID == "" }), err
 }
 
 // All reads every ledger record, as stored, with strong consistency: for

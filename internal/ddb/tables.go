@@ -54,9 +54,13 @@ const (
 	attrOccurredAt  = "occurred_at"
 	attrReceivedAt  = "received_at"
 	attrPayload     = "payload"
+	// attrHeadSeq is the head item's sequence number.
+	attrHeadSeq = "seq"
 )
 
-// ByReceivedIndex orders one user's events by receive time, then id.
+// ByReceivedIndex orders one user's events by position: the events stored
+// before sequence numbers by receive time, then id; then every later one by
+// its sequence number (see syncevent.Position.SortKey).
 const ByReceivedIndex = "by_received"
 
 // LedgerTable is the idempotency ledger: one record per (user, key).

@@ -33,6 +33,9 @@ type Event struct {
 	Type       string
 	OccurredAt string
 	ReceivedAt time.Time
+	// Position is the event's place in its user's commit order: set by the
+	// store when the event commits, and on every event read back.
+	Position Position
 	// Payload is the payload object as the client sent it, compacted.
 	Payload jsontext.Value
 }
@@ -187,9 +190,4 @@ func (ev Event) created() Created {
 // Listing is ev as a GET page shows it.
 func (ev Event) Listing() Listed {
 	return Listed{Created: ev.created(), Payload: ev.Payload}
-}
-
-// Position is where ev sits in its user's receive order.
-func (ev Event) Position() Position {
-	return Position{ReceivedAt: ev.ReceivedAt, ID: ev.ID}
 }

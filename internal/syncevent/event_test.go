@@ -57,21 +57,37 @@ func TestParseKeepsTheEvent(t *testing.T) {
 }
 
 func TestPositionRoundTrips(t *testing.T) {
-	ev := Event{ID: "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31", ReceivedAt: time.Date(2026, 12, 2, 14, 3, 0, 7e6, time.UTC)}
-	pos := ev.Position()
-	if k := pos.SortKey(); k != "2026-12-02T14:03:00.007Z#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31" {
-		t.Fatalf("sort key %s", k)
+	const legacyKey = "2026-12-02T14:03:00.007Z#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31"
+	legacy, err := ParseSortKey(legacyKey)
+	if err != nil || !legacy.IsLegacy() || legacy.IsStart() || legacy.SortKey() != legacyKey {
+		t.Fatalf("legacy sort key read as %+v, %v", legacy, err)
 	}
-	if got, err := ParseSortKey(pos.SortKey()); err != nil || got != pos {
-		t.Fatalf("ParseSortKey = %v, %v", got, err)
+	for _, pos := range []Position{legacy, At(1), At(255), At(1<<64 - 1)} {
+		if got, err := ParseSortKey(pos.SortKey()); err != nil || got != pos {
+			t.Fatalf("ParseSortKey(%q) = %v, %v", pos.SortKey(), got, err)
+		}
+		if got, err := ParseCursor(pos.Cursor()); err != nil || got != pos {
+			t.Fatalf("ParseCursor(%q) = %v, %v", pos.Cursor(), got, err)
+		}
+		// Every legacy position sorts before every sequence number.
+		if !pos.IsLegacy() && pos.SortKey() <= legacyKey {
+			t.Fatalf("%q sorts before the legacy %q", pos.SortKey(), legacyKey)
+		}
 	}
-	if got, err := ParseCursor(pos.Cursor()); err != nil || got != pos {
-		t.Fatalf("ParseCursor = %v, %v", got, err)
+	if k := At(255).SortKey(); k != "p00000000000000ff" {
+		t.Fatalf("sort key of 255: %q", k)
+	}
+	if start, err := ParseCursor(Position{}.Cursor()); err != nil || !start.IsStart() {
+		t.Fatalf("the start's cursor %q reads as %+v, %v", Position{}.Cursor(), start, err)
 	}
 	for _, bad := range []string{"", "#", "2026-12-02T14:03:00.007Z", "yesterday#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31",
-		"2026-12-02T14:03:00.007Z#6F1C2A9E-3B7D-4C1E-9A52-0D8E4F7B6A31", "2026-12-02T14:03:00.007Z#x"} {
+		"2026-12-02T14:03:00.007Z#6F1C2A9E-3B7D-4C1E-9A52-0D8E4F7B6A31", "2026-12-02T14:03:00.007Z#x",
+		"p", "p00000000000000FF", "p00000000000000f", "p000000000000000ff", "p-000000000000001", "p+000000000000001"} {
 		if _, err := ParseSortKey(bad); !errors.Is(err, ErrBadPosition) {
 			t.Errorf("ParseSortKey(%q) = %v", bad, err)
+		}
+		if _, err := ParseCursor(bad); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("ParseCursor(%q) = %v", bad, err)
 		}
 		if _, err := ParseCursor(base64.RawURLEncoding.EncodeToString([]byte(bad))); !errors.Is(err, ErrBadPosition) {
 			t.Errorf("ParseCursor(%q) = %v", bad, err)
@@ -104,8 +120,25 @@ func TestCursorPatternIsExactlyTheCursors(t *testing.T) {
 			}
 		}
 	}
-	now := Position{ReceivedAt: time.Now().UTC().Truncate(time.Millisecond), ID: "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31"}
-	if !pattern.MatchString(now.Cursor()) {
-		t.Fatalf("a cursor of today, %q, is outside the pattern", now.Cursor())
+	const hex = "0123456789abcdef"
+	for range 5000 {
+		b := []byte("p")
+		for range 16 {
+			b = append(b, hex[rng.IntN(len(hex))])
+		}
+		c := string(b)
+		pos, err := ParseCursor(c)
+		if err != nil || pos.Cursor() != c || !pattern.MatchString(c) {
+			t.Fatalf("ParseCursor(%q) = %v, %v; re-encoded %q", c, pos, err, pos.Cursor())
+		}
+		for _, bad := range []string{c[:16], c + "0", "P" + c[1:], c[:16] + "g", c[:16] + "A"} {
+			if _, err := ParseCursor(bad); err == nil || pattern.MatchString(bad) {
+				t.Fatalf("%q: ParseCursor err %v, pattern match %v: the two disagree", bad, err, pattern.MatchString(bad))
+			}
+		}
+	}
+	today, err := ParseSortKey(time.Now().UTC().Format(TimestampLayout) + "#6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31")
+	if err != nil || !pattern.MatchString(today.Cursor()) {
+		t.Fatalf("a legacy cursor of today, %q, is outside the pattern (%v)", today.Cursor(), err)
 	}
 }

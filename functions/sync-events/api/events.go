@@ -15,10 +15,12 @@ import (
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// Page sizes of GET.
+// Page sizes of GET. A page is also bounded by bytes (MaxPageResponseBytes),
+// so a thousand events fit one when they are small, and a catching-up
+// device needs a thousandth as many round trips as it has events.
 const (
 	DefaultPageSize = 50
-	MaxPageSize     = 100
+	MaxPageSize     = 1000
 )
 
 var errEventExists = errcode.New(errcode.EventAlreadyExists, "An event with this id is already stored")
@@ -56,8 +58,7 @@ func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGateway
 	if err != nil {
 		return fail(err, method, "")
 	}
-	p := newPage(limit, MaxPageResponseBytes)
-	more := false
+	p := newPage(limit, MaxPageResponseBytes, after)
 	// One more than the page holds is read, so that the last page is
 	// known to be last.
 	for ev, err := range h.events.After(ctx, user, after, limit+1) {
@@ -69,11 +70,10 @@ func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGateway
 			return fail(err, method, "")
 		}
 		if !added {
-			more = true
 			break
 		}
 	}
-	return jsonResponse(http.StatusOK, p.finish(more)), outcome{result: metrics.OutcomeRead}
+	return jsonResponse(http.StatusOK, p.finish()), outcome{result: metrics.OutcomeRead}
 }
 
 var errBadCursor = errcode.Invalid("cursor is not a cursor this API returned", map[string]string{"field": "cursor"})

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -23,32 +24,44 @@ import (
 const MaxPageResponseBytes = 5 << 20
 
 // pageTail is room kept for what follows the events: the closing bracket,
-// the nextCursor member and its value, escaped.
-const pageTail = 128
+// the cursor members and their values, escaped.
+const pageTail = 192
 
 // errEventTooLarge reports a stored event too large for any page; POST
 // never stores one.
 var errEventTooLarge = errors.New("a stored event is larger than a page may be")
 
-// page builds a GET body event by event, within a count and a byte budget.
+// page builds a GET body event by event, within a count and a byte budget,
+// from the position after. It ends where the next event does not follow
+// the last one with no gap in the user's commit order: a sequence number
+// that is not the next one is an event whose predecessor is not visible
+// yet, and the page must not pass it (see docs/design.md).
 type page struct {
 	limit, budget int
 	body          []byte
 	size          int // body's size once in the Lambda response
 	count         int
-	last          syncevent.Position
+	// at is where the page ends so far: where its reader resumes.
+	at syncevent.Position
+	// full: the page stopped at its count or byte budget with an event
+	// waiting, so more pages follow now.
+	full bool
 }
 
-func newPage(limit, budget int) *page {
-	p := &page{limit: limit, budget: budget - pageTail, body: []byte(`{"events":[`)}
+func newPage(limit, budget int, after syncevent.Position) *page {
+	p := &page{limit: limit, budget: budget - pageTail, body: []byte(`{"events":[`), at: after}
 	p.size = responseSize(p.body)
 	return p
 }
 
-// add appends ev if the page has room for it, and reports whether it did;
-// an event left out starts the next page.
+// add appends ev if it is the next event and the page has room for it, and
+// reports whether it did; the caller stops at the first event left out.
 func (p *page) add(ev syncevent.Event) (bool, error) {
+	if !ev.Position.IsLegacy() && ev.Position.Seq != p.at.Seq+1 {
+		return false, nil // a gap: ev's predecessor is not visible yet
+	}
 	if p.count == p.limit {
+		p.full = true
 		return false, nil
 	}
 	item, err := json.Marshal(ev.Listing())
@@ -60,6 +73,7 @@ func (p *page) add(ev syncevent.Event) (bool, error) {
 		if p.count == 0 {
 			return false, fmt.Errorf("%w: %d bytes", errEventTooLarge, n)
 		}
+		p.full = true
 		return false, nil
 	}
 	if p.count > 0 {
@@ -68,21 +82,29 @@ func (p *page) add(ev syncevent.Event) (bool, error) {
 	p.body = append(p.body, item...)
 	p.size += n
 	p.count++
-	p.last = ev.Position()
+	p.at = ev.Position
 	return true, nil
 }
 
-// finish closes the body; more says whether events follow this page.
-func (p *page) finish(more bool) []byte {
+// finish closes the body: cursor is where to resume, always, at the head
+// too; hasMore says whether more pages follow now; nextCursor is the
+// cursor when they do and null otherwise, for clients that page until it
+// is null.
+func (p *page) finish() []byte {
+	cursor := p.at.Cursor()
 	p.body = append(p.body, `],"nextCursor":`...)
-	if more {
+	if p.full {
 		p.body = append(p.body, '"')
-		p.body = append(p.body, p.last.Cursor()...)
-		p.body = append(p.body, '"', '}')
+		p.body = append(p.body, cursor...)
+		p.body = append(p.body, '"')
 	} else {
-		p.body = append(p.body, `null}`...)
+		p.body = append(p.body, `null`...)
 	}
-	return p.body
+	p.body = append(p.body, `,"cursor":"`...)
+	p.body = append(p.body, cursor...)
+	p.body = append(p.body, `","hasMore":`...)
+	p.body = strconv.AppendBool(p.body, p.full)
+	return append(p.body, '}')
 }
 
 // responseSize is an upper bound of b's length once written as a JSON

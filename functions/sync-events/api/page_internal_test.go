@@ -50,12 +50,63 @@ func TestResponseSizeBoundsTheLambdaEncoding(t *testing.T) {
 // byte of it a quote to escape twice on the way out, still fits a page.
 func TestLargestConfigurableEventFitsAPage(t *testing.T) {
 	ev := syncevent.Event{ID: uuid.NewString(), Type: strings.Repeat("\"", syncevent.MaxTypeLen),
-		OccurredAt: strings.Repeat("1", syncevent.MaxOccurredAtLen), Payload: []byte(`{"s":"` + strings.Repeat(`\"`, config.MaxMaxBodyBytes/2) + `"}`)}
-	p := newPage(1, MaxPageResponseBytes)
+		OccurredAt: strings.Repeat("1", syncevent.MaxOccurredAtLen), Payload: []byte(`{"s":"` + strings.Repeat(`\"`, config.MaxMaxBodyBytes/2) + `"}`),
+		Position: syncevent.At(1)}
+	p := newPage(1, MaxPageResponseBytes, syncevent.Position{})
 	if ok, err := p.add(ev); !ok || err != nil {
 		t.Fatalf("an event of %d bytes does not fit a page: %v", config.MaxMaxBodyBytes, err)
 	}
 	if p.size > MaxPageResponseBytes/7 {
 		t.Fatalf("the largest event takes %d bytes of a page; fewer than 7 fit", p.size)
+	}
+}
+
+// A page never passes a gap in the sequence: an event whose predecessor is
+// not visible yet ends the page before it, and the cursor stays at the last
+// event with no gap, so the predecessor is read when it shows.
+func TestPageStopsAtAGap(t *testing.T) {
+	ev := func(seq uint64) syncevent.Event {
+		return syncevent.Event{ID: uuid.NewString(), Type: "t", OccurredAt: "2026-12-02T14:03:00Z", Payload: []byte(`{}`), Position: syncevent.At(seq)}
+	}
+	tests := []struct {
+		name     string
+		after    uint64
+		seqs     []uint64
+		added    int
+		cursor   uint64
+		hasMore  bool
+		pageSize int
+	}{
+		{"no gap", 0, []uint64{1, 2, 3}, 3, 3, false, 10},
+		{"gap after two", 0, []uint64{1, 2, 4}, 2, 2, false, 10},
+		{"gap first", 0, []uint64{2, 3}, 0, 0, false, 10},
+		{"gap after a cursor", 5, []uint64{7}, 0, 5, false, 10},
+		{"full before the gap", 0, []uint64{1, 2, 4}, 1, 1, true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPage(tt.pageSize, MaxPageResponseBytes, syncevent.At(tt.after))
+			added := 0
+			for _, seq := range tt.seqs {
+				ok, err := p.add(ev(seq))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					break
+				}
+				added++
+			}
+			var body struct {
+				Cursor  string `json:"cursor"`
+				HasMore bool   `json:"hasMore"`
+			}
+			if err := json.Unmarshal(p.finish(), &body); err != nil {
+				t.Fatal(err)
+			}
+			if added != tt.added || body.Cursor != syncevent.At(tt.cursor).Cursor() || body.HasMore != tt.hasMore {
+				t.Fatalf("added %d, cursor %s, hasMore %v; want %d, %s, %v", added, body.Cursor, body.HasMore, tt.added, syncevent.At(tt.cursor).Cursor(), tt.hasMore)
+			}
+		})
 	}
 }

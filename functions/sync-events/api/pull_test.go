@@ -169,7 +169,7 @@ func (hs *harness) pushAll(user string, sent []sentEvent) {
 }
 
 // wantListed fails unless the walk returned exactly sent, each once, in
-// receive order (receive time, then id).
+// commit order: sent were pushed one after another, so in sent's order.
 func wantListed(t testing.TB, got []listedEvent, sent []sentEvent) {
 	t.Helper()
 	if len(got) != len(sent) {
@@ -186,8 +186,8 @@ func wantListed(t testing.TB, got []listedEvent, sent []sentEvent) {
 		}
 		delete(byID, ev.ID)
 		wantSame(t, ev, e)
-		if i > 0 && ev.ReceivedAt+ev.ID <= got[i-1].ReceivedAt+got[i-1].ID {
-			t.Fatalf("event %d out of receive order", i)
+		if ev.ID != sent[i].ID {
+			t.Fatalf("event %d out of commit order: %s, sent %s", i, ev.ID, sent[i].ID)
 		}
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Transport wraps the DynamoDB client's transport: it counts the calls per
@@ -22,6 +24,7 @@ type Transport struct {
 	calls  map[string]int
 	ok     map[string]int // calls answered 200
 	faults []*Fault
+	rng    *rand.Rand
 }
 
 // FaultKind is where and how a call fails.
@@ -43,6 +46,11 @@ const (
 	// stopped, as DynamoDB does when a page reaches 1 MB. KeyNames are the
 	// attributes of that position (the table's and the index's keys).
 	ShortPage
+	// Delayed holds the call back for a random time up to Delay, then sends
+	// it: a call built now commits later, as SDK retries, throttling and a
+	// slow network make it in AWS. The wait ends early if the caller gives
+	// up, and then nothing is sent.
+	Delayed
 )
 
 // Fault is one failure to inject Times times into calls of Op.
@@ -56,8 +64,10 @@ type Fault struct {
 	Reasons []string
 	// KeyNames, for ShortPage, name the attributes of LastEvaluatedKey.
 	KeyNames []string
-	Times    int
-	fired    int
+	// Delay, for Delayed, is the longest hold.
+	Delay time.Duration
+	Times int
+	fired int
 }
 
 // Fired is how many times the fault has been injected.
@@ -65,7 +75,7 @@ func (f *Fault) Fired() int { return f.fired }
 
 // NewTransport wraps base.
 func NewTransport(base http.RoundTripper) *Transport {
-	return &Transport{base: base, calls: map[string]int{}, ok: map[string]int{}}
+	return &Transport{base: base, calls: map[string]int{}, ok: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
 // Inject adds a fault and returns it, to read Fired later.
@@ -137,6 +147,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	switch fault.Kind {
+	case Delayed:
+		t.mu.Lock()
+		hold := time.Duration(t.rng.Int64N(int64(fault.Delay) + 1))
+		t.mu.Unlock()
+		select {
+		case <-time.After(hold):
+			return t.base.RoundTrip(req)
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
 	case ShortPage:
 		return shortPage(t.base, req, fault.KeyNames)
 	case Refused:
