@@ -53,7 +53,9 @@ type writesFailed struct {
 	items   []map[string]types.AttributeValue
 }
 
-func (e *writesFailed) Error() string { return fmt.Sprintf("conditions of writes %v failed", e.indexes) }
+func (e *writesFailed) Error() string {
+	return fmt.Sprintf("conditions of writes %v failed", e.indexes)
+}
 
 // commit is Commit, reporting failed business conditions as *writesFailed.
 func (l *Ledger) commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
