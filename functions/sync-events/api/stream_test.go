@@ -1,6 +1,9 @@
 package api_test
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
@@ -164,4 +170,75 @@ func firstDifference(got, want []string) string {
 		}
 	}
 	return fmt.Sprintf("%d events against %d", len(got), len(want))
+}
+
+// storeLegacy writes an event as the service stored it before sequence
+// numbers: its received_key the receive time and id. It returns the
+// cursor the service handed out for it then (receive time in ms and id,
+// base64url).
+func (hs *harness) storeLegacy(user, id string, received time.Time) string {
+	hs.t.Helper()
+	at := received.UTC().Format(syncevent.TimestampLayout)
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	_, err := hs.b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(hs.b.Tables.Events),
+		Item: map[string]types.AttributeValue{
+			"user_id": s(user), "event_id": s(id), "received_key": s(at + "#" + id), "type": s("note.created"),
+			"occurred_at": s("2026-12-02T14:03:00Z"), "received_at": s(at), "payload": s(`{"title":"Groceries"}`),
+		},
+	})
+	if err != nil {
+		hs.t.Fatal(err)
+	}
+	return legacyCursor(received, uuid.MustParse(id))
+}
+
+// TestEventsAndCursorsFromBeforeSequenceNumbers: events stored before
+// sequence numbers come first, in their old order (receive time, then id),
+// then every later event in commit order; a cursor handed out before
+// resumes where it was, through the old events and on into the new.
+func TestEventsAndCursorsFromBeforeSequenceNumbers(t *testing.T) {
+	hs := newHarness(t)
+	const user = "returning"
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	var legacy, legacyCursors []string
+	for i := range 5 {
+		id := uuid.NewString()
+		legacy = append(legacy, id)
+		legacyCursors = append(legacyCursors, hs.storeLegacy(user, id, t0.Add(time.Duration(i)*time.Second)))
+	}
+	var fresh []string
+	for range 4 {
+		id := uuid.NewString()
+		wantResponse(t, hs.post(user, uuid.NewString(), eventBody(t, id)), 201, "")
+		fresh = append(fresh, id)
+	}
+	all := append(slices.Clone(legacy), fresh...)
+	if got, _ := hs.drain(user, "", 2); !slices.Equal(got, all) {
+		t.Fatalf("from the start: %s", firstDifference(got, all))
+	}
+	for i, c := range legacyCursors {
+		got, cursors := hs.drain(user, c, 3)
+		if !slices.Equal(got, all[i+1:]) {
+			t.Fatalf("from the legacy cursor of event %d: %s", i, firstDifference(got, all[i+1:]))
+		}
+		if last := cursors[len(cursors)-1]; last != syncevent.At(uint64(len(fresh))).Cursor() {
+			t.Fatalf("from the legacy cursor of event %d the last page resumes at %s", i, last)
+		}
+	}
+	// A legacy cursor between two old events (a time no event has, the
+	// smallest id).
+	between, _ := hs.drain(user, legacyCursor(t0.Add(1500*time.Millisecond), uuid.Nil), 10)
+	if !slices.Equal(between, all[2:]) {
+		t.Fatalf("from between old events: %s", firstDifference(between, all[2:]))
+	}
+}
+
+// legacyCursor is the cursor the service handed out, before sequence
+// numbers, for the event received at with id: 24 bytes, base64url.
+func legacyCursor(at time.Time, id uuid.UUID) string {
+	var b [24]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(at.UnixMilli()))
+	copy(b[8:], id[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }

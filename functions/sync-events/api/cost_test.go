@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/ddb/embedded"
+	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// TestCallsPerFreshMutation counts the DynamoDB calls of fresh mutations
+// of one user, sent one after another over 1, 2 and 8 execution
+// environments. Sent to one environment (a device's requests usually
+// reach a warm one), each costs one call: the environment knows the
+// user's head. Sent round-robin, so that every request reaches an
+// environment another one has moved the head behind, each costs two: the
+// failed head condition returns the real head, and the commit is made
+// again. kumo returns no item with a failed condition, so there the head
+// is read first: three.
+func TestCallsPerFreshMutation(t *testing.T) {
+	const mutations = 24
+	for _, envs := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("environments=%d", envs), func(t *testing.T) {
+			hs := newHarness(t)
+			all := hs.environments(envs)
+			user := "u-" + uuid.NewString()
+			// Each environment has seen the user once before: no cold start
+			// in the figures.
+			for _, env := range all {
+				wantResponse(t, env.post(user, uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+			}
+			worst, total := 0, 0
+			for i := range mutations {
+				before := hs.b.Transport.Total()
+				wantResponse(t, all[i%envs].post(user, uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+				calls := hs.b.Transport.Total() - before
+				worst, total = max(worst, calls), total+calls
+			}
+			want := 1
+			if envs > 1 {
+				want = 2
+				if hs.b.Name == embedded.Name {
+					want = 3
+				}
+			}
+			t.Logf("%s, %d environments: %.2f calls per fresh mutation on average, %d at worst", hs.b.Name, envs, float64(total)/mutations, worst)
+			if worst != want || total != want*mutations {
+				t.Fatalf("%d calls at worst, %d in all; want %d each", worst, total, want)
+			}
+		})
+	}
+}
+
+// TestDevicesOfOneUserWritingAtOnce: N devices of one user write at once
+// through as many environments; the head serialises them. Every event is
+// stored once, each in its own place, and the calls and conflict retries
+// per event are reported (make bench measures the throughput).
+func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
+	for _, devices := range []int{2, 8} {
+		t.Run(fmt.Sprintf("devices=%d", devices), func(t *testing.T) {
+			hs := newHarness(t)
+			envs := hs.environments(devices)
+			const perDevice = 12
+			user := "u-" + uuid.NewString()
+			var wg sync.WaitGroup
+			for _, env := range envs {
+				wg.Go(func() {
+					for range perDevice {
+						key, body := uuid.NewString(), eventBody(t, uuid.NewString())
+						for attempt := 0; ; attempt++ {
+							resp := env.post(user, key, body)
+							if resp.StatusCode == 201 {
+								break
+							}
+							if resp.StatusCode != 503 || attempt > 20 {
+								t.Errorf("%d %s", resp.StatusCode, resp.Body)
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			listed, _ := hs.drain(user, "", 1000)
+			if len(listed) != devices*perDevice {
+				t.Fatalf("%d events listed, %d sent", len(listed), devices*perDevice)
+			}
+			calls := hs.b.Transport.Calls()
+			t.Logf("%s, %d devices at once: %.2f TransactWriteItems and %.2f GetItem per event",
+				hs.b.Name, devices, float64(calls["TransactWriteItems"])/float64(len(listed)), float64(calls["GetItem"])/float64(len(listed)))
+		})
+	}
+}
+
+// BenchmarkOneUserDevicesAtOnce is one user's write throughput with N
+// devices writing at once, each through its own environment, every
+// DynamoDB call held up to 8 ms (4 on average) as a round trip to DynamoDB
+// takes: the head admits one commit at a time, so the user's throughput is
+// about one commit per round trip, whatever N, and the rest are retries.
+// It reports events per second and DynamoDB calls per event.
+func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
+	for _, devices := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("devices=%d", devices), func(b *testing.B) {
+			hs := newHarness(b)
+			envs := hs.environments(devices)
+			hs.b.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
+			user := "u-" + uuid.NewString()
+			var stored atomic.Int64
+			start := time.Now()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, env := range envs {
+				wg.Go(func() {
+					for stored.Load() < int64(b.N) {
+						key, body := uuid.NewString(), eventBody(b, uuid.NewString())
+						for env.post(user, key, body).StatusCode != 201 {
+						}
+						stored.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(stored.Load())/time.Since(start).Seconds(), "events/s")
+			b.ReportMetric(float64(hs.b.Transport.Total())/float64(stored.Load()), "calls/event")
+		})
+	}
+}
+
+// BenchmarkCatchUp is a new device pulling a user's 20,000 events, with
+// pages of 100 events (the most a page held before) and of 1,000. It
+// reports the pages, the server's time per catch-up, and the catch-up's
+// time at a modelled 50 ms round trip between device and API: pages x 50
+// ms, plus the server's time. Run it on dynoxide: kumo's Query walks the
+// whole table.
+func BenchmarkCatchUp(b *testing.B) {
+	const events, roundTrip = 20_000, 50 * time.Millisecond
+	hs := newHarness(b)
+	user := "u-" + uuid.NewString()
+	seedEvents(b, hs, user, events)
+	for _, limit := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			pages := 0
+			for b.Loop() {
+				ids, cursors := hs.drain(user, "", limit)
+				if len(ids) != events {
+					b.Fatalf("caught up %d events, want %d", len(ids), events)
+				}
+				pages = len(cursors)
+			}
+			server := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(float64(pages), "pages")
+			b.ReportMetric((time.Duration(pages)*roundTrip + server).Seconds(), "s-at-50ms")
+		})
+	}
+}
+
+// seedEvents stores n small events for user straight through the event
+// log, 50 to a transaction, as a batch would.
+func seedEvents(b *testing.B, hs *harness, user string, n int) {
+	b.Helper()
+	log := ddb.NewEventLog(ddb.NewLedger(hs.b.Client, hs.b.Tables.Ledger), ddb.NewEvents(hs.b.Client, hs.b.Tables.Events))
+	now := time.Now().UTC()
+	for done := 0; done < n; {
+		batch := make([]syncevent.Event, min(50, n-done))
+		for i := range batch {
+			batch[i] = syncevent.Event{UserID: user, ID: uuid.NewString(), Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
+				ReceivedAt: now, Payload: []byte(`{"noteId":"n-1842","title":"Groceries","items":["milk","eggs"],"done":false}`)}
+		}
+		rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "-", StatusCode: 201, ResponseBody: []byte(`{}`),
+			Method: "POST", Route: "/seed", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := log.Commit(context.Background(), rec, batch, now); err != nil {
+			b.Fatal(err)
+		}
+		done += len(batch)
+	}
+}
