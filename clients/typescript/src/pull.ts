@@ -5,9 +5,9 @@ import type { ErrorBody, ListedEvent, Page } from "./types.js";
 export interface PullOptions {
   baseUrl: string;
   getToken: () => string | Promise<string>;
-  /** Where to start: a cursor kept from an earlier pull; from the first event if absent. */
+  /** Where to start: the cursor kept from the last pull; from the first event if absent. */
   cursor?: string;
-  /** Events a page holds at most, 1 to 100 (the server's default, 50, if absent). */
+  /** Events a page holds at most, 1 to 1000 (the server's default, 50, if absent). */
   limit?: number;
   fetch?: Fetch;
   retry?: RetryOptions;
@@ -25,12 +25,16 @@ export class PullError extends Error {
 }
 
 /**
- * The caller's events from cursor on, in the order the server received
- * them, page by page. `cursor` is where to resume a later pull: the start of
- * the page being read until it has all been yielded, then the next page's.
- * A pull resumed from it may yield again events of a page it stopped in
- * (never skip one); drop the ids you have. On the last page it stays at that
- * page's start, so a later pull from it sees the events stored since.
+ * The caller's events after `cursor`, in commit order, page by page, until
+ * no more pages follow now. Every event committed after the cursor comes
+ * exactly once, and none committed before it appears later, so a device
+ * keeps the last `cursor` and starts its next pull there, at the end of the
+ * events too: nothing is read twice.
+ *
+ * `cursor` moves when a page has been read whole: iterate `pages()` to apply
+ * a page's events and keep its cursor in one step (one IndexedDB
+ * transaction, say). Iterating the events, a pull stopped inside a page
+ * resumes at that page's start.
  */
 export class EventPull implements AsyncIterable<ListedEvent> {
   readonly #o: PullOptions;
@@ -41,11 +45,13 @@ export class EventPull implements AsyncIterable<ListedEvent> {
     this.#cursor = options.cursor;
   }
 
+  /** Where the next pull starts: after the last page read whole. */
   get cursor(): string | undefined {
     return this.#cursor;
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<ListedEvent> {
+  /** The pages from the cursor on; each page's `cursor` is where to resume once it is applied. */
+  async *pages(): AsyncGenerator<Page> {
     const r = retrier(this.#o.retry);
     const f = this.#o.fetch ?? globalThis.fetch.bind(globalThis);
     for (;;) {
@@ -67,16 +73,22 @@ export class EventPull implements AsyncIterable<ListedEvent> {
         throw new PullError(outcome.response.status, outcome.body as ErrorBody);
       }
       const page = outcome.body as Page;
-      yield* page.events;
-      if (page.nextCursor === null) {
+      yield page;
+      this.#cursor = page.cursor;
+      if (!page.hasMore) {
         return;
       }
-      this.#cursor = page.nextCursor;
+    }
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<ListedEvent> {
+    for await (const page of this.pages()) {
+      yield* page.events;
     }
   }
 }
 
-/** pullEvents(options) is new EventPull(options): iterate it, read .cursor to resume. */
+/** pullEvents(options) is new EventPull(options): iterate it (or its pages()), then keep .cursor for the next pull. */
 export function pullEvents(options: PullOptions): EventPull {
   return new EventPull(options);
 }

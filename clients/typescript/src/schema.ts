@@ -12,11 +12,17 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The caller's events in the order the service received them
-         * @description A page holds at most `limit` events and at most 5 MiB (5,242,880
-         *     bytes) counted as the page stands inside the Lambda response, so it
-         *     may hold fewer; `nextCursor` is null on the last page. Pass it back
-         *     as `cursor` for the next page.
+         * The caller's events in the order they were committed
+         * @description The caller's events after `cursor`, in commit order. A page holds at
+         *     most `limit` events and at most 5 MiB (5,242,880 bytes) counted as
+         *     the page stands inside the Lambda response, so it may hold fewer.
+         *     Every page answers `cursor`, where to resume, at the end of the
+         *     events too, and `hasMore`, whether more pages follow now. A device
+         *     keeps the last `cursor` it got and sends it on its next pull: from
+         *     any cursor the API gave, every event committed after it comes exactly
+         *     once, in commit order, and none committed before it ever appears
+         *     later. `nextCursor` is `cursor` when `hasMore` and null otherwise,
+         *     for clients that page until it is null.
          */
         get: operations["listEvents"];
         put?: never;
@@ -107,9 +113,19 @@ export interface components {
             receivedAt: components["schemas"]["ReceivedAt"];
             payload: components["schemas"]["Payload"];
         };
+        /**
+         * @description A position in the caller's commit order: "p" and a sequence number
+         *     in 16 hexadecimal digits, or, for a cursor handed out before
+         *     sequence numbers, 32 base64url characters starting "AAA".
+         */
+        Cursor: string;
         Page: {
             events: components["schemas"]["ListedEvent"][];
-            /** @description Where the next page starts; null on the last page. */
+            /** @description Where to resume, always; at the end of the events, where the next pull starts. */
+            cursor: components["schemas"]["Cursor"];
+            /** @description Whether more pages follow now. */
+            hasMore: boolean;
+            /** @description The cursor when more pages follow now; null otherwise. */
             nextCursor: string | null;
         };
     };
@@ -233,12 +249,12 @@ export interface operations {
                  */
                 limit?: number;
                 /**
-                 * @description A `nextCursor` this API returned; the page starts just after the
-                 *     event it names. Opaque to clients, but every string of this
-                 *     pattern is a position (24 bytes, base64url), so none is refused.
-                 * @example AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+                 * @description A `cursor` (or `nextCursor`) this API returned; the page starts
+                 *     just after the event it names. Opaque to clients, but every
+                 *     string of this pattern is a position, so none is refused.
+                 * @example p0000000000000000
                  */
-                cursor?: string;
+                cursor?: components["schemas"]["Cursor"];
             };
             header?: never;
             path?: never;

@@ -56,6 +56,26 @@ it(`${N} events written offline reach the server exactly once through a faulty n
     written.push(await writer.write(i % 2 ? "note.updated" : "note.created", payload(i)));
   }
 
+  // A second device of the same user syncs all the while, each pull
+  // starting where the last one ended.
+  const secondDevice: string[] = [];
+  let draining = true;
+  const syncing = (async () => {
+    let cursor: string | undefined;
+    for (;;) {
+      const last = !draining; // read before the pull: a pull after the drains' end is the last
+      const pull = pullEvents({ ...common, cursor, limit: 7 });
+      for await (const e of pull) {
+        secondDevice.push(e.id);
+      }
+      cursor = pull.cursor;
+      if (last) {
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+
   // Online: the app drains, and is closed a third of the way through (the
   // request in flight is cut off wherever it is).
   const closeApp = new AbortController();
@@ -79,10 +99,12 @@ it(`${N} events written offline reach the server exactly once through a faulty n
   const after = await new SyncQueue({ storage: reopened, ...common }).drain();
   assert.equal(after.stopped, undefined);
   assert.deepEqual(await reopened.list(), [], "the queue is empty");
+  draining = false;
+  await syncing;
 
   // What the server holds, read back through the same faulty network.
   const listed: ListedEvent[] = [];
-  for await (const e of pullEvents({ ...common, limit: 100 })) {
+  for await (const e of pullEvents({ ...common, limit: 1000 })) {
     listed.push(e);
   }
   const byId = new Map(listed.map((e) => [e.id, e]));
@@ -93,6 +115,12 @@ it(`${N} events written offline reach the server exactly once through a faulty n
     assert.ok(got, `event ${w.event.id} is stored`);
     assert.deepEqual([got.type, got.occurredAt, got.payload], [w.event.type, w.event.occurredAt, w.event.payload]);
   }
+
+  assert.deepEqual(
+    secondDevice,
+    listed.map((e) => e.id),
+    "the second device, pulling while the first wrote, saw every event once, in the server's order",
+  );
 
   const total = (k: keyof DrainReport) => (before[k] as number) + (after[k] as number);
   assert.equal(total("sent") + total("replayed"), N, "every event answered 201 (fresh or replayed) or already stored");
@@ -108,6 +136,7 @@ it(`${N} events written offline reach the server exactly once through a faulty n
       retries: total("retries"),
       drains: { before_restart: before, after_restart: after },
       server_holds: { events: listed.length, distinct_ids: byId.size },
+      second_device_saw: secondDevice.length,
     }),
   );
 });

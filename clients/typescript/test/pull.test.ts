@@ -11,31 +11,36 @@ const ev = (n: number) => ({
   payload: { n },
 });
 
-it("pullEvents yields every event page by page, retrying transient failures, and exposes where to resume", async () => {
-  const pages: Record<string, { events: ReturnType<typeof ev>[]; nextCursor: string | null }> = {
-    "": { events: [ev(1), ev(2)], nextCursor: "c2" },
-    c2: { events: [ev(3), ev(4)], nextCursor: "c3" },
-    c3: { events: [ev(5)], nextCursor: null },
-  };
-  let failed = false;
-  const api = fakeFetch((req) => {
+/** A server of `stored` events whose pages hold `limit`: cursors are positions ("p" + the count read). */
+function pagedServer(stored: ReturnType<typeof ev>[], onRequest: (cursor: string) => Response | undefined = () => undefined) {
+  return fakeFetch((req) => {
     const url = new URL(req.url);
     assert.equal(url.pathname, "/api/v1/sync/events");
-    assert.equal(url.searchParams.get("limit"), "2");
-    const cursor = url.searchParams.get("cursor") ?? "";
-    if (cursor === "c2" && !failed) {
+    const cursor = url.searchParams.get("cursor") ?? "p0";
+    const injected = onRequest(cursor);
+    if (injected) {
+      return injected;
+    }
+    const from = Number(cursor.slice(1));
+    const limit = Number(url.searchParams.get("limit") ?? 50);
+    const events = stored.slice(from, from + limit);
+    const hasMore = from + limit < stored.length;
+    const next = `p${from + events.length}`;
+    return answer(200, { events, cursor: next, hasMore, nextCursor: hasMore ? next : null });
+  });
+}
+
+it("pullEvents yields every event page by page, retrying transient failures, and resumes where the last page ended", async () => {
+  const stored = [1, 2, 3, 4, 5].map(ev);
+  let failed = false;
+  const api = pagedServer(stored, (cursor) => {
+    if (cursor === "p2" && !failed) {
       failed = true;
       return error(503, "SERVICE_UNAVAILABLE");
     }
-    return answer(200, pages[cursor]);
   });
-  const pull = pullEvents({
-    baseUrl: "https://api.example.com",
-    getToken: () => "t",
-    limit: 2,
-    fetch: api.fetch,
-    retry: instantRetry().retry,
-  });
+  const common = { baseUrl: "https://api.example.com", getToken: () => "t", limit: 2, fetch: api.fetch, retry: instantRetry().retry };
+  const pull = pullEvents(common);
   const cursors: (string | undefined)[] = [];
   const got: unknown[] = [];
   for await (const e of pull) {
@@ -43,15 +48,41 @@ it("pullEvents yields every event page by page, retrying transient failures, and
     cursors.push(pull.cursor);
   }
   assert.deepEqual(got, [1, 2, 3, 4, 5]);
-  assert.deepEqual(cursors, [undefined, undefined, "c2", "c2", "c3"], "the cursor is the start of the page being read");
-  assert.equal(pull.cursor, "c3", "after the last page: its start, to see what is stored later");
+  assert.deepEqual(cursors, [undefined, undefined, "p2", "p2", "p4"], "the cursor moves when a page has been read whole");
+  assert.equal(pull.cursor, "p5", "after the last page: the end of the events");
+  assert.equal(api.seen.length, 4, "three pages and one retry");
   assert.ok(api.seen.every((s) => s.auth === "Bearer t"));
 
-  const resumed: unknown[] = [];
-  for await (const e of pullEvents({ baseUrl: "https://api.example.com", getToken: () => "t", cursor: "c2", limit: 2, fetch: api.fetch })) {
-    resumed.push(e.payload.n);
+  // Later: two more events; the next pull starts at the end, reads only them, and re-reads nothing.
+  stored.push(ev(6), ev(7));
+  const before = api.seen.length;
+  const next = pullEvents({ ...common, cursor: pull.cursor });
+  const more: unknown[] = [];
+  for await (const e of next) {
+    more.push(e.payload.n);
   }
-  assert.deepEqual(resumed, [3, 4, 5]);
+  assert.deepEqual(more, [6, 7]);
+  assert.equal(api.seen.length - before, 1, "one request");
+  assert.equal(next.cursor, "p7");
+
+  // Nothing new: one request, no event, the cursor stays.
+  const idle = pullEvents({ ...common, cursor: next.cursor });
+  for await (const _ of idle) {
+    assert.fail("no event was stored");
+  }
+  assert.equal(idle.cursor, "p7");
+});
+
+it("pullEvents' pages carry the cursor to keep with the events they hold", async () => {
+  const api = pagedServer([1, 2, 3].map(ev));
+  const pages: [number[], string][] = [];
+  for await (const page of pullEvents({ baseUrl: "https://api.example.com", getToken: () => "t", limit: 2, fetch: api.fetch }).pages()) {
+    pages.push([page.events.map((e) => e.payload.n as number), page.cursor]);
+  }
+  assert.deepEqual(pages, [
+    [[1, 2], "p2"],
+    [[3], "p3"],
+  ]);
 });
 
 it("pullEvents throws the server's refusal", async () => {
