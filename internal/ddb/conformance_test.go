@@ -142,7 +142,7 @@ func TestBackendCancellationReasons(t *testing.T) {
 		want = dynamoDB
 	}
 	if got != want {
-		t.Errorf("backend %s answers %+v; expected %+v (DynamoDB: %+v): update knownDeviations and the README", b.Name, got, want, dynamoDB)
+		t.Errorf("backend %s answers %+v; expected %+v (DynamoDB: %+v): update knownDeviations and docs/backends.md", b.Name, got, want, dynamoDB)
 	}
 }
 

@@ -62,7 +62,7 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** A bearer token the local authorizer stand-in accepts: claims only, unsigned (see README, "Local authorizer"). */
+/** A bearer token the local authorizer stand-in accepts: claims only, unsigned (see docs/operations.md, "make run"). */
 export function localToken(sub: string): string {
   return `x.${Buffer.from(JSON.stringify({ sub })).toString("base64url")}.x`;
 }
