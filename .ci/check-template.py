@@ -85,8 +85,9 @@ def main(path):
         if key == "$default" or key.split(" ")[0] in ("ANY", "OPTIONS"):
             authorized_options.append(f"{name}: {key}")
     check(not authorized_options, f"no route matching OPTIONS reaches the authorizer {authorized_options or ''}")
-    methods = sorted(m.upper() for m in body["paths"]["/api/v1/sync/events"])
-    check(methods == sorted(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]), f"the events resource has explicit routes {methods}")
+    for path in ("/api/v1/sync/events", "/api/v1/sync/events/batch"):
+        methods = sorted(m.upper() for m in body["paths"].get(path, {}))
+        check(methods == sorted(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]), f"{path} has explicit routes {methods}")
     check("/{proxy+}" in body["paths"], "a catch-all path gives other paths the API's JSON 404")
     unauthorized = [f"{m} {p}" for p, ms in body["paths"].items() for m, op in ms.items() if not op.get("security")]
     check(not unauthorized, f"every route runs the JWT authorizer {unauthorized or ''}")

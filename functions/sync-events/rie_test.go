@@ -94,7 +94,8 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 		listed = append(listed, "../../events/"+e.Event)
 	}
 	listed = append(listed, "../../events/expected.json")
-	if slices.Sort(files); !slices.Equal(files, slices.Sorted(slices.Values(listed))) {
+	// A file may be listed more than once (a batch, then its replay).
+	if slices.Sort(files); !slices.Equal(files, slices.Compact(slices.Sorted(slices.Values(listed)))) {
 		t.Fatalf("events/ holds %v, the manifest lists %v", files, listed)
 	}
 

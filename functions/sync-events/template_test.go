@@ -230,7 +230,7 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 	}
 	want := map[string][]string{
 		"!GetAtt IdempotencyTable.Arn":                         {"dynamodb:PutItem", "dynamodb:GetItem"},
-		"!GetAtt EventsTable.Arn":                              {"dynamodb:PutItem"},
+		"!GetAtt EventsTable.Arn":                              {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"},
 		"!Sub ${EventsTable.Arn}/index/" + ddb.ByReceivedIndex: {"dynamodb:Query"},
 		"!GetAtt FunctionLogGroup.Arn":                         {"logs:CreateLogStream", "logs:PutLogEvents"},
 		" *":                                                   {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},

@@ -173,3 +173,35 @@ func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 	ev.ReceivedAt, ev.Payload, ev.Position = t, []byte(payload), pos
 	return ev, nil
 }
+
+// Stored returns those of ids that userID has stored, in the order given,
+// reading with strong consistency: at most 100 ids, one BatchGetItem (and
+// again for any keys it leaves unprocessed).
+func (e *Events) Stored(ctx context.Context, userID string, ids []string) ([]string, error) {
+	keys := make([]map[string]types.AttributeValue, len(ids))
+	for i, id := range ids {
+		keys[i] = map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(id)}
+	}
+	found := map[string]bool{}
+	req := map[string]types.KeysAndAttributes{e.table: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
+		ExpressionAttributeNames: map[string]string{"#id": attrEventID}}}
+	for len(req) > 0 && len(req[e.table].Keys) > 0 {
+		out, err := e.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return nil, fmt.Errorf("read stored events: %w", err)
+		}
+		for _, item := range out.Responses[e.table] {
+			if id, ok := item[attrEventID].(*types.AttributeValueMemberS); ok {
+				found[id.Value] = true
+			}
+		}
+		req = out.UnprocessedKeys
+	}
+	var stored []string
+	for _, id := range ids {
+		if found[id] {
+			stored = append(stored, id)
+		}
+	}
+	return stored, nil
+}

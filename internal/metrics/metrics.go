@@ -12,10 +12,11 @@ package metrics
 
 import (
 	"context"
-	"github.com/sync-events/sync-events/internal/idempotency"
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
 // Namespace is the CloudWatch namespace of every metric here.
@@ -41,10 +42,13 @@ var (
 	DynamoDBRetries   = Metric{"DynamoDBRetries", "Count"}
 	DynamoDBThrottles = Metric{"DynamoDBThrottles", "Count"}
 	ConflictRetries   = Metric{"TransactionConflictRetries", "Count"}
+	// Events is the events a mutation carried: 1 for a single POST, the
+	// batch's size for a batch; Events / Requests is events per batch.
+	Events = Metric{"Events", "Count"}
 )
 
 // All is every metric a request line carries.
-var All = []Metric{Requests, Latency, DynamoDBCalls, DynamoDBLatency, DynamoDBRetries, DynamoDBThrottles, ConflictRetries}
+var All = []Metric{Requests, Latency, DynamoDBCalls, DynamoDBLatency, DynamoDBRetries, DynamoDBThrottles, ConflictRetries, Events}
 
 // The outcomes of a request that the idempotency flow does not name.
 const (
@@ -78,6 +82,8 @@ type Request struct {
 	Calls, Retries, Throttles int
 	CallLatency               time.Duration
 	ConflictRetries           int
+	// Events the request carried (0 for a read or a refusal).
+	Events int
 }
 
 // Writer writes request lines to one output.
@@ -145,6 +151,7 @@ func (w *Writer) Write(r Request) {
 		slog.Int(DynamoDBRetries.Name, r.Retries),
 		slog.Int(DynamoDBThrottles.Name, r.Throttles),
 		slog.Int(ConflictRetries.Name, r.ConflictRetries),
+		slog.Int(Events.Name, r.Events),
 		// Not metrics: what joins the line to the request's log line and trace.
 		slog.String("request_id", r.RequestID),
 	)

@@ -176,18 +176,19 @@ type Listed struct {
 
 // CreatedBody is the JSON answered when ev is stored.
 func (ev Event) CreatedBody() []byte {
-	b, err := json.Marshal(ev.created())
+	b, err := json.Marshal(ev.Created())
 	if err != nil {
 		panic(err) // plain strings always marshal
 	}
 	return b
 }
 
-func (ev Event) created() Created {
+// Created is ev as the answer to storing it has it.
+func (ev Event) Created() Created {
 	return Created{ID: ev.ID, Type: ev.Type, OccurredAt: ev.OccurredAt, ReceivedAt: ev.ReceivedAt.UTC().Format(TimestampLayout)}
 }
 
 // Listing is ev as a GET page shows it.
 func (ev Event) Listing() Listed {
-	return Listed{Created: ev.created(), Payload: ev.Payload}
+	return Listed{Created: ev.Created(), Payload: ev.Payload}
 }

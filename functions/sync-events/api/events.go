@@ -43,7 +43,8 @@ func postEvent(_ *Handler, r *request, body []byte) (plan, error) {
 				Writes:   []syncevent.Event{ev},
 			}, nil
 		},
-		rejected: func([]int) error { return errEventExists },
+		rejected: func(context.Context, []int) error { return errEventExists },
+		events:   1,
 	}, nil
 }
 

@@ -34,6 +34,9 @@ type EventReader interface {
 	// After yields userID's events in commit order from after, reading
 	// batch at a time, until the caller stops.
 	After(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error]
+	// Stored returns those of ids that userID has stored, reading with
+	// strong consistency.
+	Stored(ctx context.Context, userID string, ids []string) ([]string, error)
 }
 
 // Handler answers the function's API Gateway requests.
@@ -56,6 +59,8 @@ type outcome struct {
 	fromCache bool
 	// conflictRetries: transactions retried after a conflict.
 	conflictRetries int
+	// events the mutation carried.
+	events int
 }
 
 // Handle is the Lambda handler. It never returns an error: every failure is
@@ -84,7 +89,7 @@ func (h *Handler) report(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	h.metrics.Write(metrics.Request{
 		Outcome: out.result, ErrorCode: string(out.code), RequestID: requestID, TraceID: traceID, Latency: took,
 		Calls: calls.Calls, Retries: calls.Retries(), Throttles: calls.Throttles, CallLatency: calls.Latency,
-		ConflictRetries: out.conflictRetries,
+		ConflictRetries: out.conflictRetries, Events: out.events,
 	})
 }
 
@@ -162,7 +167,11 @@ func (h *Handler) mutate(ctx context.Context, r *request, rt *route) (events.API
 		return fail(err, method, "")
 	}
 	r.user = user
-	b, canonical, err := h.jsonBody(r.APIGatewayV2HTTPRequest)
+	limit := rt.maxBody
+	if limit == 0 {
+		limit = h.maxBodyBytes
+	}
+	b, canonical, err := jsonBody(r.APIGatewayV2HTTPRequest, limit)
 	if err != nil {
 		return fail(err, method, key)
 	}
@@ -177,7 +186,7 @@ func (h *Handler) mutate(ctx context.Context, r *request, rt *route) (events.API
 		if res.Outcome == idempotency.ConflictExhausted {
 			out.result = string(res.Outcome)
 		}
-		out.conflictRetries = res.ConflictRetries
+		out.conflictRetries, out.events = res.ConflictRetries, p.events
 		return resp, out
 	}
 	var refusal error
@@ -185,27 +194,31 @@ func (h *Handler) mutate(ctx context.Context, r *request, rt *route) (events.API
 	case idempotency.KeyReused:
 		refusal = errKeyReused
 	case idempotency.WriteRejected:
-		refusal = p.rejected(res.FailedWrites)
+		refusal = p.rejected(ctx, res.FailedWrites)
 	}
 	if refusal != nil {
 		resp, out := fail(refusal, method, key)
-		out.result, out.fromCache, out.conflictRetries = string(res.Outcome), res.FromCache, res.ConflictRetries
+		if _, worded := errcode.Of(refusal); worded {
+			out.result = string(res.Outcome)
+		}
+		out.fromCache, out.conflictRetries, out.events = res.FromCache, res.ConflictRetries, p.events
 		return resp, out
 	}
 	resp := jsonResponse(res.StatusCode, res.Body)
 	if res.Replayed() {
 		resp.Headers["Idempotent-Replayed"] = "true"
 	}
-	return resp, outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache, conflictRetries: res.ConflictRetries}
+	return resp, outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache, conflictRetries: res.ConflictRetries, events: p.events}
 }
 
-// jsonBody is the request's JSON body as sent, and its canonical form (for
-// the payload hash), or the refusal that says why there is none.
-func (h *Handler) jsonBody(req *events.APIGatewayV2HTTPRequest) (b, canonical []byte, err error) {
+// jsonBody is the request's JSON body as sent, at most limit bytes, and its
+// canonical form (for the payload hash), or the refusal that says why
+// there is none.
+func jsonBody(req *events.APIGatewayV2HTTPRequest, limit int) (b, canonical []byte, err error) {
 	if err := checkContentType(req); err != nil {
 		return nil, nil, err
 	}
-	if b, err = body(req, h.maxBodyBytes); err != nil {
+	if b, err = body(req, limit); err != nil {
 		return nil, nil, err
 	}
 	if canonical, err = canonicalBody(b); err != nil {

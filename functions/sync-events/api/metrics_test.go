@@ -18,7 +18,7 @@ type metricsLine struct {
 	Outcome, ErrorCode                 string
 	Requests, DynamoDBCalls            int
 	DynamoDBRetries, DynamoDBThrottles int
-	TransactionConflictRetries         int
+	TransactionConflictRetries, Events int
 	Latency, DynamoDBLatency           float64
 	RequestID                          string `json:"request_id"`
 }
@@ -53,22 +53,27 @@ func TestMetricsLinePerRequest(t *testing.T) {
 		code    string
 		calls   int // DynamoDB operations called
 		retries int
+		events  int // events the request carried
 	}{
-		{"fresh", func() { hs.send(rec, "alice", key, id, body) }, "executed", "", 1, 0},
-		{"replay, answered from memory", func() { hs.send(rec, "alice", key, id, body) }, "replayed", "", 0, 0},
-		{"same key, other body", func() { hs.send(rec, "alice", key, id, eventBody(t, uuid.NewString())) }, "key_reused", "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD", 0, 0},
-		{"no key", func() { hs.post("alice", "", body) }, "refused", "VALIDATION_FAILED", 0, 0},
-		{"a page", func() { hs.get("alice", nil) }, "read", "", 1, 0},
+		{"fresh", func() { hs.send(rec, "alice", key, id, body) }, "executed", "", 1, 0, 1},
+		{"replay, answered from memory", func() { hs.send(rec, "alice", key, id, body) }, "replayed", "", 0, 0, 1},
+		{"same key, other body", func() { hs.send(rec, "alice", key, id, eventBody(t, uuid.NewString())) }, "key_reused", "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD", 0, 0, 1},
+		{"no key", func() { hs.post("alice", "", body) }, "refused", "VALIDATION_FAILED", 0, 0, 0},
+		{"a page", func() { hs.get("alice", nil) }, "read", "", 1, 0, 0},
+		{"a batch of 7", func() { hs.postBatch("alice", uuid.NewString(), batchOf(someEvents(7))) }, "executed", "", 1, 0, 7},
 		{"throttled every attempt", func() {
 			hs.b.Transport.Inject(throttle)
 			hs.send(rec, "alice", uuid.NewString(), uuid.NewString(), eventBody(t, uuid.NewString()))
-		}, "error", "SERVICE_UNAVAILABLE", 1, sdkAttempts - 1},
+		}, "error", "SERVICE_UNAVAILABLE", 1, sdkAttempts - 1, 1},
 	}
 	for _, s := range steps {
 		s.send()
 		m, raw := hs.lastMetrics(t)
 		if m.Outcome != s.outcome || m.ErrorCode != s.code || m.Requests != 1 {
 			t.Errorf("%s: Outcome %q ErrorCode %q Requests %d, want %q %q 1", s.name, m.Outcome, m.ErrorCode, m.Requests, s.outcome, s.code)
+		}
+		if m.Events != s.events {
+			t.Errorf("%s: %d events, want %d", s.name, m.Events, s.events)
 		}
 		if m.DynamoDBCalls != s.calls || m.DynamoDBRetries != s.retries {
 			t.Errorf("%s: %d DynamoDB calls and %d retries, want %d and %d", s.name, m.DynamoDBCalls, m.DynamoDBRetries, s.calls, s.retries)

@@ -2,12 +2,13 @@ package api_test
 
 import (
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -104,7 +105,37 @@ func TestPushThenPullAtEveryLimit(t *testing.T) {
 	for _, limit := range []int{1, 3, api.DefaultPageSize, api.MaxPageSize} {
 		wantListed(t, hs.walk("edges", limit), sent)
 	}
-	t.Logf("%d events at the edges, walked at 4 page sizes", len(sent))
+	// The same edges again, as the largest batches they make.
+	again := edgeEvents(t, r)
+	batches := largestBatches(again)
+	for i, b := range batches {
+		key, body := uuid.NewString(), batchOf(b)
+		first := hs.postBatch("edges-batched", key, body)
+		if first.StatusCode != 201 {
+			t.Fatalf("batch %d (%d events, %d bytes): %d %.300s", i, len(b), len(body), first.StatusCode, first.Body)
+		}
+		if replay := hs.postBatch("edges-batched", key, body); replay.Body != first.Body || replay.Headers["Idempotent-Replayed"] != "true" {
+			t.Fatalf("batch %d: replay %d %.300s", i, replay.StatusCode, replay.Body)
+		}
+	}
+	for _, limit := range []int{1, 3, api.DefaultPageSize, api.MaxPageSize} {
+		wantListed(t, hs.walk("edges-batched", limit), again)
+	}
+	t.Logf("%d events at the edges, sent alone and in %d batches, walked at 4 page sizes", len(sent), len(batches))
+}
+
+// largestBatches cuts sent, in order, into the largest batches the batch
+// endpoint takes: at most MaxBatchEvents events and MaxBatchBodyBytes.
+func largestBatches(sent []sentEvent) [][]sentEvent {
+	var out [][]sentEvent
+	var cur []sentEvent
+	for _, e := range sent {
+		if len(cur) == api.MaxBatchEvents || len(batchOf(append(cur, e))) > api.MaxBatchBodyBytes {
+			out, cur = append(out, cur), nil
+		}
+		cur = append(cur, e)
+	}
+	return append(out, cur)
 }
 
 // FuzzPushThenPull: any payload, type and occurredAt. Never a 5xx; what is
@@ -132,5 +163,19 @@ func FuzzPushThenPull(f *testing.F) {
 		// The embedded backend copies whole tables per transaction: keep
 		// them small, so that executions stay fast as the run goes on.
 		hs.forget(user, key, e.ID)
+
+		// The same event in a batch, after a plain one: both, or neither.
+		plain := event(`{}`)
+		e.ID = uuid.NewString()
+		batched := []sentEvent{plain, e}
+		user = "fuzz-" + uuid.NewString()
+		resp = hs.postBatch(user, key, batchOf(batched))
+		if resp.StatusCode != 201 {
+			t.Fatalf("the event was stored alone, refused in a batch: %d %s", resp.StatusCode, resp.Body)
+		}
+		wantListed(t, hs.walk(user, 1), batched)
+		for _, ev := range batched {
+			hs.forget(user, key, ev.ID)
+		}
 	})
 }

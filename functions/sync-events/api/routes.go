@@ -11,8 +11,11 @@ import (
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// EventsPath is the events resource.
-const EventsPath = "/api/v1/sync/events"
+// EventsPath is the events resource; BatchPath takes many events at once.
+const (
+	EventsPath = "/api/v1/sync/events"
+	BatchPath  = EventsPath + "/batch"
+)
 
 // route is one row of the table: a method and a path pattern, and either
 // a read or a mutation. Every mutation goes through one envelope
@@ -25,6 +28,8 @@ type route struct {
 	pattern string
 	read    func(h *Handler, ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome)
 	mutate  mutation
+	// maxBody bounds a mutation's body; 0 is MAX_BODY_BYTES.
+	maxBody int
 }
 
 // mutation reads a mutation's accepted body (valid I-JSON, within the size
@@ -32,10 +37,12 @@ type route struct {
 type mutation func(h *Handler, r *request, body []byte) (plan, error)
 
 // plan is what a mutation will do once the flow lets it run: its executor,
-// and how to word the answer when business writes' conditions fail.
+// how to word the answer when business writes' conditions fail (it may
+// read what is stored to say so), and how many events it carries.
 type plan struct {
 	execute  idempotency.Executor[syncevent.Event]
-	rejected func(failed []int) error
+	rejected func(ctx context.Context, failed []int) error
+	events   int
 }
 
 // routes is the table: what the API answers with anything but a refusal.
@@ -44,6 +51,7 @@ type plan struct {
 var routes = []route{
 	{method: http.MethodGet, pattern: EventsPath, read: (*Handler).listEvents},
 	{method: http.MethodPost, pattern: EventsPath, mutate: postEvent},
+	{method: http.MethodPost, pattern: BatchPath, mutate: postBatch, maxBody: MaxBatchBodyBytes},
 }
 
 // Routes lists, as "METHOD pattern", what the handler answers with
