@@ -67,7 +67,9 @@ func TestBatchStoresAllInOrderAndReplays(t *testing.T) {
 	key, body := uuid.NewString(), batchOf(sent)
 	first := hs.postBatch("alice", key, body)
 	wantResponse(t, first, 201, "")
-	var created struct{ Events []struct{ ID, Type, OccurredAt, ReceivedAt string } }
+	var created struct {
+		Events []struct{ ID, Type, OccurredAt, ReceivedAt string }
+	}
 	if err := json.Unmarshal([]byte(first.Body), &created); err != nil || len(created.Events) != len(sent) {
 		t.Fatalf("answer %s: %v", first.Body, err)
 	}
