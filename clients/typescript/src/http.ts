@@ -69,3 +69,8 @@ function parse(text: string): unknown {
 export function eventsURL(baseUrl: string): URL {
   return new URL("api/v1/sync/events", baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
 }
+
+/** The batch endpoint under baseUrl. */
+export function batchURL(baseUrl: string): URL {
+  return new URL("api/v1/sync/events/batch", baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
+}

@@ -47,19 +47,35 @@ export class IndexedDBStorage implements QueueStorage {
   }
 
   async update(entry: QueueEntry): Promise<void> {
-    await this.#atKey(entry.key, (store, seq) => {
-      if (seq === undefined) {
-        return new Error(`no entry with key ${entry.key}`);
-      }
-      store.put({ seq: seq as number, entry } satisfies Row);
-      return undefined;
-    });
+    await this.updateAll([entry]);
   }
 
   async remove(key: string): Promise<void> {
-    await this.#atKey(key, (store, seq) => {
-      if (seq !== undefined) {
-        store.delete(seq);
+    await this.removeAll([key]);
+  }
+
+  async updateAll(entries: QueueEntry[]): Promise<void> {
+    await this.#atKeys(
+      entries.map((e) => e.key),
+      (store, seqs) => {
+        const missing = entries.find((_, i) => seqs[i] === undefined);
+        if (missing) {
+          return new Error(`no entry with key ${missing.key}`);
+        }
+        for (const [i, entry] of entries.entries()) {
+          store.put({ seq: seqs[i] as number, entry } satisfies Row);
+        }
+        return undefined;
+      },
+    );
+  }
+
+  async removeAll(keys: string[]): Promise<void> {
+    await this.#atKeys(keys, (store, seqs) => {
+      for (const seq of seqs) {
+        if (seq !== undefined) {
+          store.delete(seq);
+        }
       }
       return undefined;
     });
@@ -82,23 +98,37 @@ export class IndexedDBStorage implements QueueStorage {
   }
 
   /**
-   * Finds the row of key and hands its number (undefined if none) to act,
-   * in one readwrite transaction, so nothing changes the row in between.
-   * An error act returns aborts the transaction and is what rejects.
+   * Finds the rows of keys and hands their numbers (undefined where none)
+   * to act, in one readwrite transaction, so nothing changes the rows in
+   * between and act's writes commit together. An error act returns aborts
+   * the transaction and is what rejects.
    */
-  async #atKey(key: string, act: (store: IDBObjectStore, seq: IDBValidKey | undefined) => Error | undefined): Promise<void> {
+  async #atKeys(keys: string[], act: (store: IDBObjectStore, seqs: (IDBValidKey | undefined)[]) => Error | undefined): Promise<void> {
     const db = await this.#db;
     return new Promise<void>((resolve, reject) => {
       const tx = db.transaction(STORE, "readwrite");
       const store = tx.objectStore(STORE);
-      const found = store.index(BY_KEY).getKey(key);
-      found.onsuccess = () => {
-        const refused = act(store, found.result);
+      const seqs: (IDBValidKey | undefined)[] = new Array(keys.length);
+      let found = 0;
+      const done = () => {
+        const refused = act(store, seqs);
         if (refused) {
           reject(refused);
           tx.abort();
         }
       };
+      if (keys.length === 0) {
+        done();
+      }
+      keys.forEach((key, i) => {
+        const req = store.index(BY_KEY).getKey(key);
+        req.onsuccess = () => {
+          seqs[i] = req.result;
+          if (++found === keys.length) {
+            done();
+          }
+        };
+      });
       tx.oncomplete = () => resolve();
       tx.onerror = () => reject(tx.error);
       tx.onabort = () => reject(tx.error);

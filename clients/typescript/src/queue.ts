@@ -1,4 +1,4 @@
-import { eventsURL, type Fetch, sendUntilAnswered } from "./http.js";
+import { batchURL, eventsURL, type Fetch, type Outcome, sendUntilAnswered } from "./http.js";
 import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
 import type { ApiError, ErrorBody, QueueEntry } from "./types.js";
@@ -11,7 +11,18 @@ export interface SyncQueueOptions {
   getToken: () => string | Promise<string>;
   fetch?: Fetch;
   retry?: RetryOptions;
+  /**
+   * How entries are grouped into batches, each sent in one request under a
+   * key of its own: at most maxEvents (1 to 98, 98 by default) and maxBytes
+   * of body (at most the server's 2 MiB, the default). maxEvents 1 sends
+   * every entry alone, under its own key.
+   */
+  batch?: { maxEvents?: number; maxBytes?: number };
 }
+
+/** The server's batch limits: 98 events (see the API's batch endpoint), 2 MiB of body. */
+export const MAX_BATCH_EVENTS = 98;
+export const MAX_BATCH_BYTES = 2 * 1024 * 1024;
 
 /** What a drain did. */
 export interface DrainReport {
@@ -35,8 +46,12 @@ export interface DrainReport {
 }
 
 /**
- * Sends queued entries in order, each with the key it was written with,
- * until each is answered. One drain runs at a time: a drain called while
+ * Sends queued entries in order until each is answered. Entries go in
+ * batches: before a batch's first send its entries are stamped, in one
+ * storage write, with the batch's own key, and from then on they are sent
+ * together under that key, as the very same batch, until it is answered,
+ * whatever happens to the app in between. A batch of one entry goes alone,
+ * under the entry's own key. One drain runs at a time: a drain called while
  * another runs starts when it ends, so no entry is ever in flight twice
  * from one queue.
  */
@@ -69,16 +84,22 @@ export class SyncQueue {
   async #drain(signal?: AbortSignal): Promise<DrainReport> {
     const report: DrainReport = { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0 };
     const r = retrier(this.#o.retry);
-    const url = eventsURL(this.#o.baseUrl);
     // Entries added while draining are sent by the same drain: the queue is
     // listed again once the entries of the last listing are answered.
     for (;;) {
-      const pending = (await this.#o.storage.list()).filter((e) => e.status === "pending");
+      let pending = (await this.#o.storage.list()).filter((e) => e.status === "pending");
       if (pending.length === 0) {
         return report;
       }
-      for (const entry of pending) {
-        const stop = await this.#send(entry, url, r, report, signal);
+      while (pending.length > 0) {
+        const group = await this.#nextBatch(pending);
+        const keys = new Set(group.map((e) => e.key));
+        pending = pending.filter((e) => !keys.has(e.key));
+        const [only] = group;
+        const stop =
+          group.length === 1 && only !== undefined && only.batch === undefined
+            ? await this.#send(only, r, report, signal)
+            : await this.#sendBatch(group, r, report, signal);
         if (stop) {
           return { ...report, stopped: stop };
         }
@@ -86,29 +107,120 @@ export class SyncQueue {
     }
   }
 
-  /** Sends entry until it is answered, and settles it; returns a reason to stop, if any. */
-  async #send(entry: QueueEntry, url: URL, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
-    const body = JSON.stringify(entry.event);
-    const outcome = await sendUntilAnswered(
-      async () =>
-        new Request(url, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${await this.#o.getToken()}`,
-            "content-type": "application/json",
-            "idempotency-key": entry.key,
-          },
-          body,
-        }),
-      { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++ },
-    );
+  /**
+   * The next batch from pending: a batch formed before (its entries share a
+   * key) is sent again as it is; otherwise the leading entries, within the
+   * limits, stamped with a new key before anything is sent.
+   */
+  async #nextBatch(pending: QueueEntry[]): Promise<QueueEntry[]> {
+    const formed = pending[0]?.batch;
+    if (formed !== undefined) {
+      return pending.filter((e) => e.batch === formed);
+    }
+    const maxEvents = Math.min(this.#o.batch?.maxEvents ?? MAX_BATCH_EVENTS, MAX_BATCH_EVENTS);
+    const maxBytes = Math.min(this.#o.batch?.maxBytes ?? MAX_BATCH_BYTES, MAX_BATCH_BYTES);
+    const group: QueueEntry[] = [];
+    let bytes = '{"events":[]}'.length;
+    for (const e of pending) {
+      const size = encoder.encode(JSON.stringify(e.event)).length + 1;
+      if (e.batch !== undefined || group.length === maxEvents || (group.length > 0 && bytes + size > maxBytes)) {
+        break;
+      }
+      group.push(e);
+      bytes += size;
+    }
+    if (group.length === 1) {
+      return group;
+    }
+    const key = crypto.randomUUID();
+    const stamped = group.map((e) => ({ ...e, batch: key }));
+    await this.#o.storage.updateAll(stamped);
+    return stamped;
+  }
+
+  /** Sends entry alone until it is answered, and settles it; returns a reason to stop, if any. */
+  async #send(entry: QueueEntry, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
+    const outcome = await this.#post(eventsURL(this.#o.baseUrl), entry.key, JSON.stringify(entry.event), r, report, signal);
     if (outcome.kind === "stopped") {
       return outcome.reason;
     }
     return this.#settle(entry, outcome.response, outcome.body, report);
   }
 
-  /** Records what the server answered for entry; returns a reason to stop, if any. */
+  /** Sends a batch until it is answered, and settles its entries; returns a reason to stop, if any. */
+  async #sendBatch(group: QueueEntry[], r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
+    const body = JSON.stringify({ events: group.map((e) => e.event) });
+    const outcome = await this.#post(batchURL(this.#o.baseUrl), group[0]?.batch as string, body, r, report, signal);
+    if (outcome.kind === "stopped") {
+      return outcome.reason;
+    }
+    return this.#settleBatch(group, outcome.response, outcome.body, report);
+  }
+
+  #post(url: URL, key: string, body: string, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<Outcome> {
+    return sendUntilAnswered(
+      async () =>
+        new Request(url, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${await this.#o.getToken()}`,
+            "content-type": "application/json",
+            "idempotency-key": key,
+          },
+          body,
+        }),
+      { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++ },
+    );
+  }
+
+  /**
+   * Records what the server answered for a batch. Stored (201): all go. A
+   * refusal that names some entries (stored already, or invalid) settles
+   * those, and the rest go back to the queue unbatched, to be sent in a new
+   * batch under a new key: the refused batch left nothing on the server.
+   * Any other answer settles every entry as a lone entry's would.
+   */
+  async #settleBatch(group: QueueEntry[], response: Response, body: unknown, report: DrainReport): Promise<DrainReport["stopped"]> {
+    const storage = this.#o.storage;
+    const error = body as Partial<ApiError> | null;
+    const named = namedEntries(group, response.status, error);
+    if (response.status === 201) {
+      await storage.removeAll(group.map((e) => e.key));
+      if (response.headers.get("idempotent-replayed") === "true") {
+        report.replayed += group.length;
+      } else {
+        report.sent += group.length;
+      }
+      return undefined;
+    }
+    if (named === undefined) {
+      for (const entry of group) {
+        const stop = await this.#settle(entry, response, body, report);
+        if (stop) {
+          return stop;
+        }
+      }
+      return undefined;
+    }
+    const rest = group.filter((e) => !named.includes(e)).map(({ batch: _, ...e }) => e);
+    if (error?.error === "EVENT_ALREADY_EXISTS") {
+      await storage.removeAll(named.map((e) => e.key));
+      report.replayed += named.length;
+    } else {
+      await storage.updateAll(
+        named.map(({ batch: _, ...e }) => ({
+          ...e,
+          status: "rejected" as const,
+          error: { status: response.status, body: error as ErrorBody },
+        })),
+      );
+      report.rejected += named.length;
+    }
+    await storage.updateAll(rest);
+    return undefined;
+  }
+
+  /** Records what the server answered for entry (alone, or for its whole batch); returns a reason to stop, if any. */
   async #settle(entry: QueueEntry, response: Response, body: unknown, report: DrainReport): Promise<DrainReport["stopped"]> {
     const storage = this.#o.storage;
     const code = (body as Partial<ApiError> | null)?.error;
@@ -131,12 +243,12 @@ export class SyncQueue {
         report.replayed++;
         return undefined;
       case response.status === 409 && code === "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD":
-        await storage.update({ ...entry, status: "conflict" });
+        await storage.update({ ...withoutBatch(entry), status: "conflict" });
         report.conflicts++;
         return undefined;
       default:
         await storage.update({
-          ...entry,
+          ...withoutBatch(entry),
           status: "rejected",
           error: { status: response.status, body: body as ErrorBody },
         });
@@ -144,4 +256,36 @@ export class SyncQueue {
         return undefined;
     }
   }
+}
+
+const encoder = new TextEncoder();
+
+function withoutBatch({ batch: _, ...entry }: QueueEntry): QueueEntry {
+  return entry;
+}
+
+/**
+ * The entries of group that a batch's refusal names: those stored already
+ * (409 EVENT_ALREADY_EXISTS, details.ids), or invalid or too large (400 and
+ * 413 whose details name events by index). undefined when it names none.
+ */
+function namedEntries(group: QueueEntry[], status: number, error: Partial<ApiError> | null): QueueEntry[] | undefined {
+  const details = error?.details as unknown;
+  if (status === 409 && error?.error === "EVENT_ALREADY_EXISTS" && isObject(details) && Array.isArray(details.ids)) {
+    const ids = new Set(details.ids);
+    return group.filter((e) => ids.has(e.event.id));
+  }
+  const indexes = Array.isArray(details)
+    ? details.map((d) => (isObject(d) ? d.index : undefined))
+    : isObject(details)
+      ? [details.index]
+      : [];
+  if ((status === 400 || status === 413) && indexes.length > 0 && indexes.every((i) => typeof i === "number" && group[i] !== undefined)) {
+    return group.filter((_, i) => indexes.includes(i));
+  }
+  return undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }

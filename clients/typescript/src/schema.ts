@@ -48,6 +48,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sync/events/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a batch of events, all or none, exactly once per Idempotency-Key
+         * @description Stores 1 to 98 events in the order sent, in one transaction with the
+         *     key's record: all of them or none. The answer lists, per event, what
+         *     the single endpoint's 201 says. A retry with the same key and body
+         *     gets the same 201, byte for byte, with `Idempotent-Replayed: true`;
+         *     the same key with another body gets the 409
+         *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+         *
+         *     A client keeps a batch with its key before the first send and never
+         *     re-forms it until it is answered, so that a retry is always the very
+         *     same batch. If some of its events are stored already (sent alone, or
+         *     in another batch), the batch is refused with 409
+         *     `EVENT_ALREADY_EXISTS` naming them in `details.ids`, and nothing is
+         *     stored: drop those, and send the rest under a new key.
+         *
+         *     Limits: 98 events (a transaction's 100 actions, less the record and
+         *     the user's head); the body at most 2 MiB (Lambda's 6 MB invocation
+         *     carries the body as a JSON string, where it can double); each event
+         *     at most `MAX_BODY_BYTES`, as if sent alone; no two events with one id.
+         */
+        post: operations["postEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -61,8 +98,13 @@ export interface components {
             error: components["schemas"]["ErrorCode"];
             /** @description A sentence for a person; not for branching on. */
             message: string;
-            /** @description For VALIDATION_FAILED: the field at fault ({"field": name}), or each invalid field of the event. */
-            details?: components["schemas"]["FieldRef"] | components["schemas"]["FieldError"][];
+            /**
+             * @description For VALIDATION_FAILED: the field at fault ({"field": name}), each
+             *     invalid field of the event, or of a batch's events (each with its
+             *     index). For a batch's EVENT_ALREADY_EXISTS: the ids stored
+             *     already. For a batch's PAYLOAD_TOO_LARGE: the event over the limit.
+             */
+            details?: components["schemas"]["FieldRef"] | components["schemas"]["FieldError"][] | components["schemas"]["BatchFieldError"][] | components["schemas"]["StoredIds"] | components["schemas"]["EventRef"];
         };
         FieldRef: {
             field: string;
@@ -70,6 +112,18 @@ export interface components {
         FieldError: {
             field: string;
             message: string;
+        };
+        BatchFieldError: {
+            /** @description The event's place in the batch. */
+            index: number;
+            field: string;
+            message: string;
+        };
+        StoredIds: {
+            ids: components["schemas"]["EventId"][];
+        };
+        EventRef: {
+            index: number;
         };
         /** @description An answer API Gateway gives itself, before the function runs. */
         GatewayMessage: {
@@ -105,6 +159,13 @@ export interface components {
             type: components["schemas"]["EventType"];
             occurredAt: components["schemas"]["OccurredAt"];
             receivedAt: components["schemas"]["ReceivedAt"];
+        };
+        NewBatch: {
+            events: components["schemas"]["NewEvent"][];
+        };
+        StoredBatch: {
+            /** @description Each event as stored, in the order sent. */
+            events: components["schemas"]["StoredEvent"][];
         };
         ListedEvent: {
             id: components["schemas"]["EventId"];
@@ -322,6 +383,63 @@ export interface operations {
              *     an event with this id is stored, under another key (the event is
              *     safe). `USER_STORAGE_FULL`: nothing was stored and retrying will
              *     not help.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    postEvents: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewBatch"];
+            };
+        };
+        responses: {
+            /** @description Stored now, or (with `Idempotent-Replayed`) stored by an earlier request with this key. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredBatch"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CallerIdUnsupported"];
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the key was used
+             *     with another body. `EVENT_ALREADY_EXISTS`: `details.ids` are stored
+             *     already; nothing of the batch was stored. `USER_STORAGE_FULL`:
+             *     nothing was stored and retrying will not help.
              */
             409: {
                 headers: {

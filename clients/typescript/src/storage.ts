@@ -10,6 +10,10 @@ export interface QueueStorage {
   /** Replaces the stored entry with the same key; its place in the order stays. */
   update(entry: QueueEntry): Promise<void>;
   remove(key: string): Promise<void>;
+  /** update() of each entry, all or none: a batch is formed, or settled, whole. */
+  updateAll(entries: QueueEntry[]): Promise<void>;
+  /** remove() of each key, all or none. */
+  removeAll(keys: string[]): Promise<void>;
 }
 
 /** A QueueStorage in memory: for tests, and for apps that need no persistence. */
@@ -29,13 +33,26 @@ export class MemoryStorage implements QueueStorage {
   }
 
   async update(entry: QueueEntry): Promise<void> {
-    if (!this.#entries.has(entry.key)) {
-      throw new Error(`no entry with key ${entry.key}`);
-    }
-    this.#entries.set(entry.key, structuredClone(entry));
+    await this.updateAll([entry]);
   }
 
   async remove(key: string): Promise<void> {
-    this.#entries.delete(key);
+    await this.removeAll([key]);
+  }
+
+  async updateAll(entries: QueueEntry[]): Promise<void> {
+    const missing = entries.find((e) => !this.#entries.has(e.key));
+    if (missing) {
+      throw new Error(`no entry with key ${missing.key}`);
+    }
+    for (const e of entries) {
+      this.#entries.set(e.key, structuredClone(e));
+    }
+  }
+
+  async removeAll(keys: string[]): Promise<void> {
+    for (const k of keys) {
+      this.#entries.delete(k);
+    }
   }
 }

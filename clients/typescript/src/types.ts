@@ -33,4 +33,10 @@ export interface QueueEntry {
   status: EntryStatus;
   /** For a rejected entry: the HTTP status and the server's error body. */
   error?: { status: number; body: ErrorBody };
+  /**
+   * The Idempotency-Key of the batch the entry was put in before its first
+   * send. Entries with one batch key are sent together, as the very same
+   * batch, until the batch is answered.
+   */
+  batch?: string;
 }

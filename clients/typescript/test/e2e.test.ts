@@ -24,6 +24,8 @@ before(async () => {
     seed: SEED,
     rates: { reset_before_forwarding: 0.05, drop_after_answer: 0.05, delay_past_timeout: 0.05, answer_503: 0.04 },
     delayMs: CLIENT_TIMEOUT_MS + 200,
+    // The first batch's answer is lost after the server committed it.
+    first: { "/api/v1/sync/events/batch": "drop_after_answer" },
   });
 });
 
@@ -42,11 +44,20 @@ function payload(i: number): Record<string, unknown> {
   };
 }
 
-it(`${N} events written offline reach the server exactly once through a faulty network and an app restart`, async () => {
+it(`${N} events written offline reach the server exactly once, in batches, through a faulty network and an app restart mid-batch`, async () => {
   const user = `e2e-${crypto.randomUUID()}`;
   const factory = new IDBFactory();
   const retry: RetryOptions = { baseDelayMs: 20, maxDelayMs: 200, timeoutMs: CLIENT_TIMEOUT_MS };
+  // Every request's key and body, as the app sent them.
+  const sent: { key: string; body: string }[] = [];
+  const recording: typeof globalThis.fetch = async (input, init) => {
+    const req = input as Request;
+    sent.push({ key: req.headers.get("idempotency-key") ?? "", body: await req.clone().text() });
+    return globalThis.fetch(input, init);
+  };
   const common = { baseUrl: proxy.url, getToken: () => localToken(user), retry };
+  // Batches of 10, so that the drain makes enough requests to meet the faults.
+  const queueOptions = { ...common, fetch: recording, batch: { maxEvents: 10 } };
 
   // Offline: the app writes N events into its queue; nothing is sent.
   const first = new IndexedDBStorage("app-queue", factory);
@@ -76,27 +87,47 @@ it(`${N} events written offline reach the server exactly once through a faulty n
     }
   })();
 
-  // Online: the app drains, and is closed a third of the way through (the
-  // request in flight is cut off wherever it is).
+  // Online: the app drains in batches, and is closed a third of the way
+  // through, while a batch it has just formed is out (cut off wherever it
+  // is).
   const closeApp = new AbortController();
   let settled = 0;
-  const remove = first.remove.bind(first);
-  first.remove = async (key) => {
-    await remove(key);
-    if (++settled === Math.floor(N / 3)) {
-      closeApp.abort();
+  const removeAll = first.removeAll.bind(first);
+  first.removeAll = async (keys) => {
+    await removeAll(keys);
+    settled += keys.length;
+  };
+  const updateAll = first.updateAll.bind(first);
+  first.updateAll = async (entries) => {
+    await updateAll(entries);
+    if (settled >= N / 3 && entries.every((e) => e.batch !== undefined)) {
+      setTimeout(() => closeApp.abort(), 1);
     }
   };
-  const before = await new SyncQueue({ storage: first, ...common }).drain({ signal: closeApp.signal });
+  const before = await new SyncQueue({ storage: first, ...queueOptions }).drain({ signal: closeApp.signal });
   assert.equal(before.stopped, "aborted");
   await first.close();
+  const sentBefore = sent.length;
 
-  // The app starts again: a new queue over the same storage carries on.
+  // The app starts again: a new queue over the same storage carries on, with
+  // the batch that was out, the very same batch under the same key.
   const reopened = new IndexedDBStorage("app-queue", factory);
   const left = await reopened.list();
   assert.ok(left.length > 0 && left.length < N, `${left.length} entries left after the restart`);
-  assert.deepEqual(left, written.slice(N - left.length), "the entries left are the last ones written, untouched");
-  const after = await new SyncQueue({ storage: reopened, ...common }).drain();
+  assert.deepEqual(
+    left.map(({ batch: _, ...e }) => e),
+    written.slice(N - left.length),
+    "the entries left are the last ones written, untouched",
+  );
+  const inFlight = left[0]?.batch;
+  assert.ok(inFlight !== undefined, "the first entry left belongs to the batch that was out");
+  const after = await new SyncQueue({ storage: reopened, ...queueOptions }).drain();
+  const resent = sent[sentBefore];
+  assert.equal(resent?.key, inFlight, "the first request after the restart is that batch's, under its key");
+  assert.ok(
+    sent.slice(0, sentBefore).some((s) => s.key === inFlight && s.body === resent?.body),
+    "and it is the very same batch, byte for byte",
+  );
   assert.equal(after.stopped, undefined);
   assert.deepEqual(await reopened.list(), [], "the queue is empty");
   draining = false;
@@ -127,11 +158,15 @@ it(`${N} events written offline reach the server exactly once through a faulty n
   assert.equal(total("conflicts") + total("rejected"), 0);
   const faults = Object.values(proxy.injected).reduce((a, b) => a + b, 0);
   assert.ok(faults > 0 && total("retries") > 0);
+  assert.ok((proxy.injectedOn.get("/api/v1/sync/events/batch")?.drop_after_answer ?? 0) > 0, "a batch's answer was lost after commit");
+  assert.ok(sent.filter((s) => !s.body.startsWith('{"events":')).length <= 1, "the events went in batches (a lone leftover at most alone)");
   console.log(
     JSON.stringify({
       events: N,
       seed: SEED,
       faults_injected: proxy.injected,
+      faults_by_path: Object.fromEntries(proxy.injectedOn),
+      batch_requests: sent.filter((s) => s.body.startsWith('{"events":')).length,
       requests_forwarded: proxy.forwarded,
       retries: total("retries"),
       drains: { before_restart: before, after_restart: after },

@@ -12,6 +12,10 @@ export interface FaultProxyOptions {
   rates: Record<FaultKind, number>;
   /** How long delay_past_timeout holds a request before forwarding it. */
   delayMs: number;
+  /** A fault forced on the first request to each of these paths, whatever the draw. */
+  first?: Record<string, FaultKind>;
+  /** Added to every round trip, as a mobile network's latency is. */
+  latencyMs?: number;
 }
 
 /** mulberry32: a small seeded PRNG, so a run's faults can be replayed. */
@@ -41,6 +45,9 @@ export class FaultProxy {
     answer_503: 0,
   };
   forwarded = 0;
+  /** The faults injected on each path. */
+  readonly injectedOn = new Map<string, Partial<Record<FaultKind, number>>>();
+  readonly #seenPaths = new Set<string>();
   readonly #o: FaultProxyOptions;
   readonly #random: () => number;
   readonly #server: Server;
@@ -81,9 +88,18 @@ export class FaultProxy {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = Buffer.concat(await req.toArray());
-    const fault = this.#pick();
+    if (this.#o.latencyMs) {
+      await new Promise((r) => setTimeout(r, this.#o.latencyMs));
+    }
+    const path = new URL(req.url ?? "/", "http://proxy").pathname;
+    const forced = this.#seenPaths.has(path) ? undefined : this.#o.first?.[path];
+    this.#seenPaths.add(path);
+    const fault = forced ?? this.#pick();
     if (fault) {
       this.injected[fault]++;
+      const on = this.injectedOn.get(path) ?? {};
+      on[fault] = (on[fault] ?? 0) + 1;
+      this.injectedOn.set(path, on);
     }
     switch (fault) {
       case "reset_before_forwarding":

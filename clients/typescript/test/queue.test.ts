@@ -8,6 +8,8 @@ import { EventWriter } from "../src/writer.js";
 import { answer, error, fakeFetch, hangUntilAborted, instantRetry } from "./helpers.js";
 
 const BASE = "https://api.example.com";
+/** Every entry alone, under its own key: the single endpoint's path. */
+const ALONE = { maxEvents: 1 };
 
 async function queueOf(n: number) {
   const storage = new MemoryStorage();
@@ -30,11 +32,18 @@ const created = (req: Request, replayed = false) =>
       ),
     );
 
-describe("SyncQueue.drain", () => {
+describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
   it("sends every entry once, in order, with its stored key, the token and JSON, and empties the queue", async () => {
     const { storage, entries } = await queueOf(3);
     const api = fakeFetch((req) => created(req));
-    const q = new SyncQueue({ storage, baseUrl: `${BASE}/`, getToken: () => "t-1", fetch: api.fetch, retry: instantRetry().retry });
+    const q = new SyncQueue({
+      batch: ALONE,
+      storage,
+      baseUrl: `${BASE}/`,
+      getToken: () => "t-1",
+      fetch: api.fetch,
+      retry: instantRetry().retry,
+    });
     const report = await q.drain();
     assert.deepEqual(report, { sent: 3, replayed: 0, conflicts: 0, rejected: 0, retries: 0 });
     assert.deepEqual(
@@ -56,7 +65,7 @@ describe("SyncQueue.drain", () => {
     ];
     const api = fakeFetch((req, n, signal) => faults[n - 1]?.(req, signal) ?? created(req));
     const { retry, waits } = instantRetry({ timeoutMs: 50 });
-    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry }).drain();
+    const report = await new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry }).drain();
     assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: faults.length });
     assert.equal(api.seen.length, faults.length + 1);
     assert.ok(
@@ -72,7 +81,7 @@ describe("SyncQueue.drain", () => {
     const api = fakeFetch((req) =>
       req.headers.get("authorization") === "Bearer fresh" ? created(req) : answer(401, { message: "Unauthorized" }),
     );
-    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => token, fetch: api.fetch, retry: instantRetry().retry });
+    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => token, fetch: api.fetch, retry: instantRetry().retry });
     assert.deepEqual(await q.drain(), { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0, stopped: "unauthorized" });
     assert.equal(api.seen.length, 1, "a 401 is not retried");
     assert.deepEqual(await storage.list(), entries);
@@ -94,7 +103,7 @@ describe("SyncQueue.drain", () => {
       (req: Request) => created(req),
     ];
     const api = fakeFetch((req, n) => (answers[n - 1] as (r: Request) => Response | Promise<Response>)(req));
-    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry: instantRetry().retry });
+    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry: instantRetry().retry });
     assert.deepEqual(await q.drain(), { sent: 1, replayed: 2, conflicts: 1, rejected: 1, retries: 0 });
     assert.deepEqual(await q.conflicts(), [{ ...entries[1], status: "conflict" }], "the conflicting entry, as written");
     assert.deepEqual(await q.rejected(), [
@@ -116,6 +125,7 @@ describe("SyncQueue.drain", () => {
       return created(req);
     });
     const report = await new SyncQueue({
+      batch: ALONE,
       storage,
       baseUrl: BASE,
       getToken: () => "t",
@@ -135,7 +145,7 @@ describe("SyncQueue.drain", () => {
       await new Promise((r) => setTimeout(r, 1));
       return created(req);
     });
-    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry: instantRetry().retry });
+    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry: instantRetry().retry });
     const reports = await Promise.all([q.drain(), q.drain(), q.drain()]);
     assert.equal(api.maxInFlight(), 1);
     assert.deepEqual(
@@ -157,7 +167,7 @@ describe("SyncQueue.drain", () => {
       return hangUntilAborted(signal);
     });
     const { retry } = instantRetry({ timeoutMs: 10_000 });
-    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry }).drain({
+    const report = await new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry }).drain({
       signal: stop.signal,
     });
     assert.equal(report.stopped, "aborted");
@@ -168,6 +178,7 @@ describe("SyncQueue.drain", () => {
     const { storage, entries } = await queueOf(1);
     const api = fakeFetch(() => error(503, "SERVICE_UNAVAILABLE"));
     const report = await new SyncQueue({
+      batch: ALONE,
       storage,
       baseUrl: BASE,
       getToken: () => "t",
