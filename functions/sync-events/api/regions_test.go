@@ -39,10 +39,12 @@ type replicator struct {
 	mu      sync.Mutex
 	// seen[r][item] is the last version of item in region r and when it
 	// was written.
-	seen    [2]map[string]version
-	pending sync.WaitGroup
-	stop    chan struct{}
-	done    chan struct{}
+	seen [2]map[string]version
+	// pending counts writes seen and not yet applied, and cycles the scans
+	// of both regions completed, under mu.
+	pending, cycles int
+	stop            chan struct{}
+	done            chan struct{}
 }
 
 type version struct {
@@ -64,6 +66,9 @@ func startReplicator(t *testing.T, lag time.Duration, a, b *region) *replicator 
 				for i := range r.regions {
 					r.scan(t, i)
 				}
+				r.mu.Lock()
+				r.cycles++
+				r.mu.Unlock()
 			}
 		}
 	}()
@@ -71,8 +76,12 @@ func startReplicator(t *testing.T, lag time.Duration, a, b *region) *replicator 
 }
 
 // scan finds the items region i wrote since its last scan and sends each to
-// the other region after the lag.
+// the other region after the lag. It holds the lock throughout, so that no
+// replicated write lands between reading the table and comparing it with
+// what was seen: a stale read would pass for a write of this region.
 func (r *replicator) scan(t *testing.T, i int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	src := r.regions[i].hs.b
 	for _, table := range []string{src.Tables.Ledger, src.Tables.Events} {
 		out, err := src.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
@@ -82,16 +91,12 @@ func (r *replicator) scan(t *testing.T, i int) {
 		}
 		for _, item := range out.Items {
 			id, h := itemID(table == src.Tables.Ledger, item), itemHash(item)
-			r.mu.Lock()
-			old, known := r.seen[i][id]
-			if known && old.hash == h {
-				r.mu.Unlock()
+			if old, known := r.seen[i][id]; known && old.hash == h {
 				continue
 			}
 			v := version{h, time.Now()}
 			r.seen[i][id] = v
-			r.pending.Add(1)
-			r.mu.Unlock()
+			r.pending++
 			time.AfterFunc(r.lag, func() { r.apply(t, 1-i, table == src.Tables.Ledger, id, item, v) })
 		}
 	}
@@ -99,9 +104,9 @@ func (r *replicator) scan(t *testing.T, i int) {
 
 // apply writes item into region i unless a later write of it is there.
 func (r *replicator) apply(t *testing.T, i int, ledger bool, id string, item map[string]types.AttributeValue, v version) {
-	defer r.pending.Done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer func() { r.pending-- }()
 	if cur, ok := r.seen[i][id]; ok && !cur.at.Before(v.at) {
 		return // last writer wins
 	}
@@ -117,18 +122,37 @@ func (r *replicator) apply(t *testing.T, i int, ledger bool, id string, item map
 	r.seen[i][id] = v
 }
 
-// drain waits until every write seen so far has reached the other region.
-func (r *replicator) drain(t *testing.T) {
-	for range 3 { // a scan may find writes the last apply made visible
-		time.Sleep(5 * time.Millisecond)
-		r.pending.Wait()
+// drain waits until every write made before it was called has reached
+// the other region: two whole scan cycles have seen it, and nothing is
+// pending.
+func (r *replicator) drain() {
+	r.mu.Lock()
+	from := r.cycles
+	r.mu.Unlock()
+	for {
+		time.Sleep(2 * time.Millisecond)
+		r.mu.Lock()
+		done := r.cycles >= from+2 && r.pending == 0
+		r.mu.Unlock()
+		if done {
+			return
+		}
 	}
 }
 
+// close stops the scans and waits for the writes already scheduled.
 func (r *replicator) close() {
 	close(r.stop)
 	<-r.done
-	r.pending.Wait()
+	for {
+		r.mu.Lock()
+		n := r.pending
+		r.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 func itemID(ledger bool, item map[string]types.AttributeValue) string {
@@ -268,21 +292,24 @@ func simulateFailover(t *testing.T, opt failoverOption, lag time.Duration, seed 
 		})
 	}
 	// The failover: east's API fails half way through.
+	switched := make(chan struct{})
 	go func() {
+		defer close(switched)
 		<-failedOver
 		mu.Lock()
 		eastDown = true
 		mu.Unlock()
 		if opt.fence {
 			inEast.Wait() // what is inside east commits or fails now, not after the switch
-			repl.drain(t) // then west waits for everything east committed
+			repl.drain()  // then west waits for everything east committed
 		}
 		mu.Lock()
 		home, westOpen = west, true
 		mu.Unlock()
 	}()
 	wg.Wait()
-	repl.drain(t)
+	<-switched
+	repl.drain()
 
 	counts := regionCounts{Mutations: 2 * perDevice}
 	for key, n := range executions {
