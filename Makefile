@@ -15,9 +15,9 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 run:
 	ADDR=$(ADDR) $(GO) run ./cmd/sync-events-local
 
-## test: every test, with the race detector
+## test: every test, with the race detector (30 minutes at most: moto, serialised, is slow)
 test:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## build: bootstrap for linux/arm64, as SAM and Lambda run it
 build:
