@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/rie"
@@ -144,27 +145,7 @@ func TestFullPagesUnderTheRuntimeEmulator(t *testing.T) {
 	fn := startFunction(t, io.Discard)
 	invoke := func(file string, change func(*events.APIGatewayV2HTTPRequest)) events.APIGatewayV2HTTPResponse {
 		t.Helper()
-		var req events.APIGatewayV2HTTPRequest
-		raw, err := os.ReadFile("../../events/" + file)
-		if err == nil {
-			err = json.Unmarshal(raw, &req)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		change(&req)
-		event, _ := json.Marshal(req)
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := fn.Invoke(ctx, event)
-		if err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-		var resp events.APIGatewayV2HTTPResponse
-		if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode == 0 {
-			t.Fatalf("%s: not an HTTP answer: %.300s", file, out)
-		}
-		return resp
+		return invokeChanged(t, fn, file, change)
 	}
 	const n = 28
 	for range n {
@@ -200,5 +181,77 @@ func TestFullPagesUnderTheRuntimeEmulator(t *testing.T) {
 	}
 	if seen != n || pages < 2 {
 		t.Fatalf("%d events on %d pages, want %d on several", seen, pages, n)
+	}
+}
+
+// invokeChanged invokes fn with the API Gateway event of events/file, as
+// change alters it, and wants an HTTP answer back.
+func invokeChanged(t *testing.T, fn *rie.Function, file string, change func(*events.APIGatewayV2HTTPRequest)) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	var req events.APIGatewayV2HTTPRequest
+	raw, err := os.ReadFile("../../events/" + file)
+	if err == nil {
+		err = json.Unmarshal(raw, &req)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(&req)
+	event, _ := json.Marshal(req)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := fn.Invoke(ctx, event)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode == 0 {
+		t.Fatalf("%s: not an HTTP answer: %.300s", file, out)
+	}
+	return resp
+}
+
+// TestLargestBatchUnderTheRuntimeEmulator sends a batch at its byte limit,
+// every byte of its payloads a character the invocation's JSON escapes
+// again (so the invocation carries about twice the body, against Lambda's
+// 6 MB), through the real runtime, then pages through what it stored.
+func TestLargestBatchUnderTheRuntimeEmulator(t *testing.T) {
+	fn := startFunction(t, io.Discard)
+	var parts []string
+	body := func() string { return `{"events":[` + strings.Join(parts, ",") + `]}` }
+	for len(body()) < api.MaxBatchBodyBytes-200_000 {
+		parts = append(parts, `{"id":"`+uuid.NewString()+`","type":"t","occurredAt":"2026-12-02T14:03:00Z","payload":{"s":"`+
+			strings.Repeat(`\"`, 95_000)+`"}}`)
+	}
+	if len(body()) > api.MaxBatchBodyBytes {
+		t.Fatalf("a batch of %d bytes", len(body()))
+	}
+	resp := invokeChanged(t, fn, "post-batch.json", func(r *events.APIGatewayV2HTTPRequest) {
+		r.Headers["idempotency-key"] = uuid.NewString()
+		r.Body = body()
+	})
+	if resp.StatusCode != 201 {
+		t.Fatalf("a batch of %d events, %d bytes: %d %.300s", len(parts), len(body()), resp.StatusCode, resp.Body)
+	}
+	seen, cursor := 0, ""
+	for more := true; more; {
+		resp := invokeChanged(t, fn, "get-page.json", func(r *events.APIGatewayV2HTTPRequest) {
+			r.QueryStringParameters, r.RawQueryString = map[string]string{"limit": "1000"}, ""
+			if cursor != "" {
+				r.QueryStringParameters["cursor"] = cursor
+			}
+		})
+		var page struct {
+			Events  []json.RawMessage
+			Cursor  string
+			HasMore bool
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET: %d %.300s", resp.StatusCode, resp.Body)
+		}
+		seen, cursor, more = seen+len(page.Events), page.Cursor, page.HasMore
+	}
+	if seen != len(parts) {
+		t.Fatalf("listed %d events of the batch's %d", seen, len(parts))
 	}
 }

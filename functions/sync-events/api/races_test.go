@@ -119,9 +119,16 @@ func containsID(body, id string) bool { return strings.Contains(body, `"id":"`+i
 // other bodies, and event ids resent under new keys, each to one of 8
 // execution environments.
 func TestRaceManyUsersManyKeys(t *testing.T) {
-	const users, keysPerUser, copies = 40, 20, 3
+	const users, copies = 40, 3
 	type job struct{ user, key, id, body string }
 	hs := newHarness(t)
+	// moto's server runs behind one lock (.ci/moto-serial.py), and one
+	// user's writers queue on the user's head, each retry another call: a
+	// quarter of the keys keeps the same races within CI's time there.
+	keysPerUser := 20
+	if hs.b.Name == "moto" {
+		keysPerUser = 5
+	}
 	envs := hs.environments(8)
 	var jobs []job
 	for u := range users {
