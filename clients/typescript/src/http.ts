@@ -65,12 +65,16 @@ function parse(text: string): unknown {
   }
 }
 
-/** The base URL with the API's one path. */
+/** The events resource under baseUrl (with or without a trailing slash). */
 export function eventsURL(baseUrl: string): URL {
-  return new URL("api/v1/sync/events", baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
+  return apiURL(baseUrl, "api/v1/sync/events");
 }
 
 /** The batch endpoint under baseUrl. */
 export function batchURL(baseUrl: string): URL {
-  return new URL("api/v1/sync/events/batch", baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
+  return apiURL(baseUrl, "api/v1/sync/events/batch");
+}
+
+function apiURL(baseUrl: string, path: string): URL {
+  return new URL(path, baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
 }
