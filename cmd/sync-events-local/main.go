@@ -3,7 +3,10 @@
 // DYNAMODB_ENDPOINT it runs on an embedded in-memory DynamoDB; with it, it
 // creates the tables there if missing. A bearer token's claims are decoded
 // without checking its signature, standing in for API Gateway's JWT
-// authorizer. It prints one readable line per request; LOG_FORMAT=json
+// authorizer. It answers CORS as API Gateway does with the template's
+// configuration: any localhost or 127.0.0.1 origin may call it, and the
+// origins listed in CORS_ALLOW_ORIGINS (comma-separated, as the template's
+// CorsAllowOrigins parameter). It prints one readable line per request; LOG_FORMAT=json
 // prints the Lambda's own JSON log lines and metrics lines instead. None of
 // this is in the Lambda binary.
 package main
@@ -15,11 +18,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/devserver"
@@ -67,14 +72,16 @@ func run(log *slog.Logger) error {
 	if addr == "" {
 		addr = "127.0.0.1:3000"
 	}
-	srv := &http.Server{Addr: addr, Handler: devserver.Handler(h.Handle), ReadHeaderTimeout: 5 * time.Second}
+	origins := cors.ParseOrigins(os.Getenv("CORS_ALLOW_ORIGINS"))
+	handler := cors.API.Wrap(origins, devserver.Handler(h.Handle))
+	srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(shutdown) //nolint:errcheck // best effort on the way out
 	}()
-	log.Info("listening", "addr", "http://"+addr, "backend", backend, "idempotency_table", cfg.IdempotencyTable, "events_table", cfg.EventsTable)
+	log.Info("listening", "addr", "http://"+addr, "backend", backend, "cors_origins", strings.Join(append([]string{"localhost", "127.0.0.1"}, origins.Listed...), ","), "idempotency_table", cfg.IdempotencyTable, "events_table", cfg.EventsTable)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
@@ -404,4 +405,38 @@ func TestTemplateAlarmsAndDashboardReadTheCodesMetrics(t *testing.T) {
 			t.Errorf("the dashboard does not show outcome %s", o)
 		}
 	}
+}
+
+// TestTemplateCORSIsTheDevServers: the CORS configuration API Gateway gets
+// is the policy make run's dev server answers with (internal/cors), so a
+// page that works against make run works against the deployed API.
+func TestTemplateCORSIsTheDevServers(t *testing.T) {
+	tpl := loadTemplate(t)
+	props := decode[struct {
+		CorsConfiguration yaml.Node `yaml:"CorsConfiguration"`
+	}](t, tpl.Resources["HttpApi"].Properties)
+	n := props.CorsConfiguration
+	if n.Tag != "!If" || len(n.Content) != 3 {
+		t.Fatalf("CorsConfiguration is not one !If [condition, configuration, no value]: tag %q, %d items", n.Tag, len(n.Content))
+	}
+	got := decode[struct {
+		AllowOrigins  yaml.Node `yaml:"AllowOrigins"`
+		AllowMethods  []string  `yaml:"AllowMethods"`
+		AllowHeaders  []string  `yaml:"AllowHeaders"`
+		ExposeHeaders []string  `yaml:"ExposeHeaders"`
+		MaxAge        int       `yaml:"MaxAge"`
+	}](t, *n.Content[1])
+	want := cors.API
+	if !slices.Equal(got.AllowMethods, want.AllowMethods) || !slices.Equal(got.AllowHeaders, want.AllowHeaders) ||
+		!slices.Equal(got.ExposeHeaders, want.ExposeHeaders) || got.MaxAge != want.MaxAge {
+		t.Fatalf("template CORS %+v, dev server's %+v", got, want)
+	}
+	if got.AllowOrigins.Tag != "!Split" || !strings.Contains(fmtNode(got.AllowOrigins), "CorsAllowOrigins") {
+		t.Fatalf("AllowOrigins is not the CorsAllowOrigins parameter split at commas (what the dev server's CORS_ALLOW_ORIGINS reads)")
+	}
+}
+
+func fmtNode(n yaml.Node) string {
+	b, _ := yaml.Marshal(&n)
+	return string(b)
 }
