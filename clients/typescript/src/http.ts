@@ -1,11 +1,21 @@
 import { isTransient, type Retrier, retryAfterMs } from "./retry.js";
+import { attemptSignal } from "./signals.js";
 
 export type Fetch = typeof globalThis.fetch;
 
 /** What a request came to after its retries. */
 export type Outcome =
   | { kind: "answered"; response: Response; body: unknown; attempts: number }
-  | { kind: "stopped"; reason: "aborted" | "retries_exhausted"; attempts: number };
+  | { kind: "stopped"; reason: StopReason; attempts: number; error?: string };
+
+/**
+ * Why a request was given up before an answer: the caller's signal; the
+ * browser offline (navigator.onLine false); no answer at all, the browser
+ * online, retrier.unreachableAfter times in a row (a wrong baseUrl, a
+ * server down, a CORS refusal: a browser tells a script no more than that);
+ * or retrier.maxAttempts spent.
+ */
+export type StopReason = "aborted" | "offline" | "unreachable" | "retries_exhausted";
 
 export interface Attempt {
   fetch: Fetch;
@@ -13,7 +23,11 @@ export interface Attempt {
   signal?: AbortSignal;
   /** Called before each retry, with what failed: for reports and tests. */
   onRetry?: (why: string) => void;
+  /** Whether the device is online; navigator.onLine by default (true where there is none). */
+  online?: () => boolean;
 }
+
+const browserOnline = () => globalThis.navigator?.onLine !== false;
 
 /**
  * Sends the request build() makes until it is answered with anything but a
@@ -22,19 +36,24 @@ export interface Attempt {
  * the same key).
  */
 export async function sendUntilAnswered(build: () => Promise<Request>, a: Attempt): Promise<Outcome> {
+  const online = a.online ?? browserOnline;
+  let unanswered = 0; // network errors in a row
   for (let attempt = 1; ; attempt++) {
     if (a.signal?.aborted) {
-      return { kind: "stopped", reason: "aborted", attempts: attempt - 1 };
+      return stop("aborted", attempt - 1);
+    }
+    if (!online()) {
+      return stop("offline", attempt - 1, "the browser is offline");
     }
     let retryAfter: number | undefined;
     let why: string;
-    const timeout = AbortSignal.timeout(a.retrier.timeoutMs);
-    const signal = a.signal ? AbortSignal.any([a.signal, timeout]) : timeout;
+    const s = attemptSignal(a.signal, a.retrier.timeoutMs);
     try {
-      const response = await a.fetch(await build(), { signal });
+      const response = await a.fetch(await build(), { signal: s.signal });
       // The body is read under the same signal: an answer cut off halfway is
       // a failed attempt, like no answer.
       const text = await response.text();
+      unanswered = 0;
       if (!isTransient(response.status)) {
         return { kind: "answered", response, body: parse(text), attempts: attempt };
       }
@@ -42,16 +61,31 @@ export async function sendUntilAnswered(build: () => Promise<Request>, a: Attemp
       why = `status ${response.status}`;
     } catch (err) {
       if (a.signal?.aborted) {
-        return { kind: "stopped", reason: "aborted", attempts: attempt };
+        return stop("aborted", attempt);
       }
-      why = timeout.aborted ? "timeout" : `network: ${(err as Error).message}`;
+      why = s.timedOut() ? "timeout" : `network: ${(err as Error).message}`;
+      if (!s.timedOut()) {
+        unanswered++;
+      }
+    } finally {
+      s.release();
+    }
+    if (!online()) {
+      return stop("offline", attempt, why);
+    }
+    if (unanswered >= a.retrier.unreachableAfter) {
+      return stop("unreachable", attempt, why);
     }
     if (attempt >= a.retrier.maxAttempts) {
-      return { kind: "stopped", reason: "retries_exhausted", attempts: attempt };
+      return stop("retries_exhausted", attempt, why);
     }
     a.onRetry?.(why);
     await a.retrier.sleep(a.retrier.delay(attempt, retryAfter), a.signal);
   }
+}
+
+function stop(reason: StopReason, attempts: number, error?: string): Outcome {
+  return error === undefined ? { kind: "stopped", reason, attempts } : { kind: "stopped", reason, attempts, error };
 }
 
 function parse(text: string): unknown {

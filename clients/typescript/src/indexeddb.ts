@@ -17,6 +17,8 @@ interface Row {
  */
 export class IndexedDBStorage implements QueueStorage {
   readonly #db: Promise<IDBDatabase>;
+  /** The Web Lock of this queue's drains: one name per database. */
+  readonly lockName: string;
 
   /**
    * @param name the database's name (one queue per name)
@@ -26,6 +28,7 @@ export class IndexedDBStorage implements QueueStorage {
     if (!factory) {
       throw new Error("no IndexedDB here: pass a factory, or use MemoryStorage");
     }
+    this.lockName = `sync-events-queue:${name}`;
     this.#db = new Promise((resolve, reject) => {
       const open = factory.open(name, 1);
       open.onupgradeneeded = () => {

@@ -1,4 +1,4 @@
-import { eventsURL, type Fetch, sendUntilAnswered } from "./http.js";
+import { eventsURL, type Fetch, type StopReason, sendUntilAnswered } from "./http.js";
 import { type RetryOptions, retrier } from "./retry.js";
 import type { ErrorBody, ListedEvent, Page } from "./types.js";
 
@@ -21,6 +21,16 @@ export class PullError extends Error {
     readonly body: ErrorBody,
   ) {
     super(`GET events answered ${status}: ${body && "message" in body ? body.message : ""}`);
+  }
+}
+
+/** A pull given up before an answer: why (as a drain's stopped) and the last failure seen. */
+export class PullStopped extends Error {
+  constructor(
+    readonly reason: StopReason,
+    readonly lastError?: string,
+  ) {
+    super(`pull stopped: ${reason}${lastError ? ` (${lastError})` : ""}`);
   }
 }
 
@@ -67,7 +77,7 @@ export class EventPull implements AsyncIterable<ListedEvent> {
         { fetch: f, retrier: r, signal: this.#o.signal },
       );
       if (outcome.kind === "stopped") {
-        throw new Error(`pull stopped: ${outcome.reason}`);
+        throw new PullStopped(outcome.reason, outcome.error);
       }
       if (outcome.response.status !== 200) {
         throw new PullError(outcome.response.status, outcome.body as ErrorBody);

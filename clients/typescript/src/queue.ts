@@ -1,7 +1,8 @@
-import { batchURL, eventsURL, type Fetch, type Outcome, sendUntilAnswered } from "./http.js";
+import { batchURL, eventsURL, type Fetch, type Outcome, type StopReason, sendUntilAnswered } from "./http.js";
 import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
 import type { ApiError, ErrorBody, QueueEntry } from "./types.js";
+import { uuidv4 } from "./uuid.js";
 
 export interface SyncQueueOptions {
   storage: QueueStorage;
@@ -18,6 +19,8 @@ export interface SyncQueueOptions {
    * every entry alone, under its own key.
    */
   batch?: { maxEvents?: number; maxBytes?: number };
+  /** Whether the device is online: navigator.onLine by default (always, where there is none). */
+  online?: () => boolean;
 }
 
 /** The server's batch limits: 98 events (see the API's batch endpoint), 2 MiB of body. */
@@ -37,12 +40,22 @@ export interface DrainReport {
   /** Attempts made again after a network error, timeout, 429 or 5xx. */
   retries: number;
   /**
-   * Why the drain ended before the queue was empty: "unauthorized" (a 401:
-   * refresh the token, then drain again), "aborted" (the signal), or
-   * "retries_exhausted" (retry.maxAttempts). Absent when every pending
-   * entry was answered.
+   * Why the drain ended before the queue was empty, absent when every
+   * pending entry was answered. Each leaves the queue as it was, to be
+   * drained again:
+   * - "unauthorized": a 401; refresh the token, then drain.
+   * - "offline": the browser says it is offline; drain on its "online" event.
+   * - "unreachable": no answer at all, retry.unreachableAfter times in a row,
+   *   while the browser says it is online. The server is down, baseUrl is
+   *   wrong, or the server does not allow this page's origin (CORS): a
+   *   browser shows a script all three as one network error, and the
+   *   console says which.
+   * - "aborted": the signal.
+   * - "retries_exhausted": retry.maxAttempts spent.
    */
-  stopped?: "unauthorized" | "aborted" | "retries_exhausted";
+  stopped?: "unauthorized" | StopReason;
+  /** With stopped: the last failure seen, e.g. "network: Failed to fetch" or "status 503". */
+  error?: string;
 }
 
 /**
@@ -66,9 +79,31 @@ export class SyncQueue {
   }
 
   drain(options: { signal?: AbortSignal } = {}): Promise<DrainReport> {
-    const run = this.#running.then(() => this.#drain(options.signal));
+    const run = this.#running.then(() => this.#exclusive(options.signal));
     this.#running = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Drains under the storage's Web Lock, where the browser has Web Locks and
+   * the storage is shared (IndexedDB): of the tabs of one app, one drains at
+   * a time, and each entry is sent by one of them. The keys would make two
+   * draining tabs safe, but each entry would be sent about twice.
+   */
+  async #exclusive(signal?: AbortSignal): Promise<DrainReport> {
+    const locks = globalThis.navigator?.locks;
+    const name = this.#o.storage.lockName;
+    if (locks === undefined || name === undefined) {
+      return this.#drain(signal);
+    }
+    try {
+      return await locks.request(name, signal ? { signal } : {}, () => this.#drain(signal));
+    } catch (err) {
+      if (signal?.aborted) {
+        return { ...emptyReport(), stopped: "aborted" };
+      }
+      throw err;
+    }
   }
 
   /** Entries refused for reusing a key with another body: a bug in the client to look at. */
@@ -82,7 +117,7 @@ export class SyncQueue {
   }
 
   async #drain(signal?: AbortSignal): Promise<DrainReport> {
-    const report: DrainReport = { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0 };
+    const report = emptyReport();
     const r = retrier(this.#o.retry);
     // Entries added while draining are sent by the same drain: the queue is
     // listed again once the entries of the last listing are answered.
@@ -105,6 +140,14 @@ export class SyncQueue {
         }
       }
     }
+  }
+
+  /** The reason to stop on a request given up, and its last failure in the report. */
+  #stopped(outcome: Extract<Outcome, { kind: "stopped" }>, report: DrainReport): StopReason {
+    if (outcome.error !== undefined) {
+      report.error = outcome.error;
+    }
+    return outcome.reason;
   }
 
   /**
@@ -132,7 +175,7 @@ export class SyncQueue {
     if (group.length === 1) {
       return group;
     }
-    const key = crypto.randomUUID();
+    const key = uuidv4();
     const stamped = group.map((e) => ({ ...e, batch: key }));
     await this.#o.storage.updateAll(stamped);
     return stamped;
@@ -142,7 +185,7 @@ export class SyncQueue {
   async #send(entry: QueueEntry, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
     const outcome = await this.#post(eventsURL(this.#o.baseUrl), entry.key, JSON.stringify(entry.event), r, report, signal);
     if (outcome.kind === "stopped") {
-      return outcome.reason;
+      return this.#stopped(outcome, report);
     }
     return this.#settle(entry, outcome.response, outcome.body, report);
   }
@@ -152,7 +195,7 @@ export class SyncQueue {
     const body = JSON.stringify({ events: group.map((e) => e.event) });
     const outcome = await this.#post(batchURL(this.#o.baseUrl), group[0]?.batch as string, body, r, report, signal);
     if (outcome.kind === "stopped") {
-      return outcome.reason;
+      return this.#stopped(outcome, report);
     }
     return this.#settleBatch(group, outcome.response, outcome.body, report);
   }
@@ -169,7 +212,7 @@ export class SyncQueue {
           },
           body,
         }),
-      { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++ },
+      { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++, online: this.#o.online },
     );
   }
 
@@ -259,6 +302,10 @@ export class SyncQueue {
 }
 
 const encoder = new TextEncoder();
+
+function emptyReport(): DrainReport {
+  return { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0 };
+}
 
 function withoutBatch({ batch: _, ...entry }: QueueEntry): QueueEntry {
   return entry;

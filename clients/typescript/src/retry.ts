@@ -8,6 +8,14 @@ export interface RetryOptions {
   timeoutMs?: number;
   /** Attempts per request before stopping (default: no limit, an offline-first queue retries until it is answered). */
   maxAttempts?: number;
+  /**
+   * Network errors in a row (no answer at all, not even a 5xx) after which
+   * a request stops as "unreachable" while the device says it is online
+   * (default 4). A wrong baseUrl, a server down and a CORS refusal look
+   * alike to a page; this tells them from a network that is merely flaky.
+   * Infinity: never.
+   */
+  unreachableAfter?: number;
   /** For tests: the random source in [0, 1) and the sleep. */
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -16,6 +24,7 @@ export interface RetryOptions {
 export interface Retrier {
   readonly timeoutMs: number;
   readonly maxAttempts: number;
+  readonly unreachableAfter: number;
   /** The wait before attempt n+1 after attempt n (n from 1) failed. */
   delay(attempt: number, retryAfterMs?: number): number;
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
@@ -28,6 +37,7 @@ export function retrier(o: RetryOptions = {}): Retrier {
   return {
     timeoutMs: o.timeoutMs ?? 10_000,
     maxAttempts: o.maxAttempts ?? Number.POSITIVE_INFINITY,
+    unreachableAfter: o.unreachableAfter ?? 4,
     // Full jitter (a uniform wait up to the exponential cap), so that many
     // clients coming back online at once spread out. A Retry-After is a
     // floor: the server said when it can take the request.

@@ -14,6 +14,11 @@ export interface QueueStorage {
   updateAll(entries: QueueEntry[]): Promise<void>;
   /** remove() of each key, all or none. */
   removeAll(keys: string[]): Promise<void>;
+  /**
+   * For a storage that the tabs of an app share: the name of the Web Lock
+   * a SyncQueue holds while it drains, so that one tab drains at a time.
+   */
+  readonly lockName?: string;
 }
 
 /** A QueueStorage in memory: for tests, and for apps that need no persistence. */
@@ -24,12 +29,12 @@ export class MemoryStorage implements QueueStorage {
     if (this.#entries.has(entry.key)) {
       throw new Error(`an entry with key ${entry.key} is already queued`);
     }
-    this.#entries.set(entry.key, structuredClone(entry));
+    this.#entries.set(entry.key, copy(entry));
   }
 
   async list(): Promise<QueueEntry[]> {
     // A Map iterates in insertion order, and set() on an existing key keeps it.
-    return [...this.#entries.values()].map((e) => structuredClone(e));
+    return [...this.#entries.values()].map((e) => copy(e));
   }
 
   async update(entry: QueueEntry): Promise<void> {
@@ -46,7 +51,7 @@ export class MemoryStorage implements QueueStorage {
       throw new Error(`no entry with key ${missing.key}`);
     }
     for (const e of entries) {
-      this.#entries.set(e.key, structuredClone(e));
+      this.#entries.set(e.key, copy(e));
     }
   }
 
@@ -55,4 +60,9 @@ export class MemoryStorage implements QueueStorage {
       this.#entries.delete(k);
     }
   }
+}
+
+/** A deep copy of an entry, which is JSON through and through (structuredClone is newer than the browser floor). */
+function copy(entry: QueueEntry): QueueEntry {
+  return JSON.parse(JSON.stringify(entry)) as QueueEntry;
 }

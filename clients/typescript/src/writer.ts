@@ -1,5 +1,6 @@
 import type { QueueStorage } from "./storage.js";
 import type { NewEvent, QueueEntry } from "./types.js";
+import { uuidv4 } from "./uuid.js";
 
 /**
  * Writes events into the sync queue. Each event gets a fresh UUID v4 id and
@@ -16,9 +17,9 @@ export class EventWriter {
 
   async write(type: string, payload: NewEvent["payload"], occurredAt: Date | string = new Date()): Promise<QueueEntry> {
     const entry: QueueEntry = {
-      key: crypto.randomUUID(),
+      key: uuidv4(),
       event: {
-        id: crypto.randomUUID(),
+        id: uuidv4(),
         type,
         occurredAt: typeof occurredAt === "string" ? occurredAt : occurredAt.toISOString(),
         payload,

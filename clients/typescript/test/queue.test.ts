@@ -185,7 +185,15 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       fetch: api.fetch,
       retry: instantRetry({ maxAttempts: 4 }).retry,
     }).drain();
-    assert.deepEqual(report, { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 3, stopped: "retries_exhausted" });
+    assert.deepEqual(report, {
+      sent: 0,
+      replayed: 0,
+      conflicts: 0,
+      rejected: 0,
+      retries: 3,
+      stopped: "retries_exhausted",
+      error: "status 503",
+    });
     assert.deepEqual(await storage.list(), entries);
   });
 });

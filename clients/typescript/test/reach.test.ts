@@ -1,0 +1,117 @@
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { describe, it } from "node:test";
+import { SyncQueue } from "../src/queue.js";
+import { MemoryStorage } from "../src/storage.js";
+import { EventWriter } from "../src/writer.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry } from "./helpers.js";
+
+const BASE = "https://api.example.com";
+
+async function queueOf(n: number) {
+  const storage = new MemoryStorage();
+  const writer = new EventWriter(storage);
+  for (let i = 0; i < n; i++) {
+    await writer.write("note.created", { i });
+  }
+  return storage;
+}
+
+/** A loopback port that refuses connections: a server that is not running. */
+function deadPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe("a drain that cannot reach the server says why", () => {
+  it("stops as unreachable when a real server is not there, the device online, leaving the queue whole", async () => {
+    const storage = await queueOf(3);
+    const before = await storage.list();
+    const report = await new SyncQueue({
+      storage,
+      baseUrl: `http://127.0.0.1:${await deadPort()}`,
+      getToken: () => "t",
+      retry: instantRetry().retry,
+    }).drain();
+    assert.equal(report.stopped, "unreachable");
+    assert.equal(report.retries, 3, "retry.unreachableAfter (4) attempts in all");
+    assert.match(report.error ?? "", /^network: /);
+    const pending = (await storage.list()).filter((e) => e.status === "pending");
+    assert.deepEqual(
+      pending.map((e) => [e.key, e.event]),
+      before.map((e) => [e.key, e.event]),
+    );
+  });
+
+  it("keeps retrying a flaky network: an answer in between resets the count", async () => {
+    const storage = await queueOf(1);
+    // 3 network errors, a 503, 3 more, then the answer: never 4 in a row.
+    const api = fakeFetch((req, n) =>
+      n === 4 ? answer(503, null) : n < 8 ? Promise.reject(new TypeError("Failed to fetch")) : req.json().then((e) => answer(201, e)),
+    );
+    const report = await new SyncQueue({
+      storage,
+      baseUrl: BASE,
+      getToken: () => "t",
+      fetch: api.fetch,
+      retry: instantRetry().retry,
+    }).drain();
+    assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: 7 });
+  });
+
+  it("does not count timeouts: a slow server is there", async () => {
+    const storage = await queueOf(1);
+    const api = fakeFetch((req, n, signal) => (n <= 5 ? hangUntilAborted(signal) : req.json().then((e) => answer(201, e))));
+    const report = await new SyncQueue({
+      storage,
+      baseUrl: BASE,
+      getToken: () => "t",
+      fetch: api.fetch,
+      retry: instantRetry({ timeoutMs: 20 }).retry,
+    }).drain();
+    assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: 5 });
+  });
+
+  it("stops as offline, sending nothing, while the device says it is offline; then drains", async () => {
+    const storage = await queueOf(2);
+    const api = fakeFetch((req) => req.json().then((e) => answer(201, e)));
+    let online = false;
+    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, online: () => online });
+    assert.deepEqual(await q.drain(), {
+      sent: 0,
+      replayed: 0,
+      conflicts: 0,
+      rejected: 0,
+      retries: 0,
+      stopped: "offline",
+      error: "the browser is offline",
+    });
+    assert.equal(api.seen.length, 0);
+    online = true;
+    assert.equal((await q.drain()).sent, 2);
+  });
+
+  it("stops as offline when the device goes offline during a failing request", async () => {
+    const storage = await queueOf(1);
+    let online = true;
+    const api = fakeFetch(() => {
+      online = false;
+      return Promise.reject(new TypeError("Failed to fetch"));
+    });
+    const q = new SyncQueue({
+      storage,
+      baseUrl: BASE,
+      getToken: () => "t",
+      fetch: api.fetch,
+      online: () => online,
+      retry: instantRetry().retry,
+    });
+    const report = await q.drain();
+    assert.equal(report.stopped, "offline");
+    assert.equal(api.seen.length, 1);
+  });
+});
