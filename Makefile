@@ -9,11 +9,15 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: run test build lint bench load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction
+.PHONY: example run test build lint bench load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
 	ADDR=$(ADDR) $(GO) run ./cmd/sync-events-local
+
+## example: the notes example on http://localhost:5173 against make run's server (start that first); SYNC_EVENTS_API and SYNC_EVENTS_TOKEN point it at a deployed API
+example:
+	cd clients/typescript && { [ -d node_modules ] || PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; } && node ../../examples/notes/serve.mjs
 
 ## test: every test, with the race detector (30 minutes at most: moto, serialised, is slow)
 test:

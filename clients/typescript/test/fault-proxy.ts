@@ -45,6 +45,10 @@ export class FaultProxy {
     answer_503: 0,
   };
   forwarded = 0;
+  /** Requests received, by "METHOD /path", whatever befell them. */
+  readonly received = new Map<string, number>();
+  /** Requests received and not yet answered or dropped. */
+  inFlight = 0;
   /** The faults injected on each path. */
   readonly injectedOn = new Map<string, Partial<Record<FaultKind, number>>>();
   readonly #seenPaths = new Set<string>();
@@ -87,11 +91,22 @@ export class FaultProxy {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.inFlight++;
+    try {
+      await this.#inject(req, res);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  async #inject(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = Buffer.concat(await req.toArray());
     if (this.#o.latencyMs) {
       await new Promise((r) => setTimeout(r, this.#o.latencyMs));
     }
     const path = new URL(req.url ?? "/", "http://proxy").pathname;
+    const route = `${req.method} ${path}`;
+    this.received.set(route, (this.received.get(route) ?? 0) + 1);
     const forced = this.#seenPaths.has(path) ? undefined : this.#o.first?.[path];
     this.#seenPaths.add(path);
     const fault = forced ?? this.#pick();
@@ -106,7 +121,15 @@ export class FaultProxy {
         req.socket.destroy();
         return;
       case "answer_503":
-        res.writeHead(503, { "content-type": "application/json", "retry-after": "1" });
+        // As a gateway with a CORS configuration answers a page of an
+        // allowed origin: it may read the status and Retry-After.
+        res.writeHead(503, {
+          "content-type": "application/json",
+          "retry-after": "1",
+          ...(req.headers.origin
+            ? { "access-control-allow-origin": req.headers.origin, "access-control-expose-headers": "retry-after" }
+            : {}),
+        });
         res.end(JSON.stringify({ message: "Service Unavailable" }));
         return;
       case "delay_past_timeout":

@@ -9,15 +9,18 @@ import { join, resolve } from "node:path";
  * DynamoDB), on a loopback port: SYNC_EVENTS_URL if set (.ci/run can start
  * it), else built from this repository and started here.
  */
-export async function startService(): Promise<{ url: string; stop: () => void }> {
-  if (process.env.SYNC_EVENTS_URL) {
+export async function startService(env: Record<string, string> = {}): Promise<{ url: string; stop: () => void }> {
+  if (process.env.SYNC_EVENTS_URL && Object.keys(env).length === 0) {
     return { url: process.env.SYNC_EVENTS_URL, stop: () => {} };
   }
   const root = resolve(import.meta.dirname, "../../../..");
   const bin = join(mkdtempSync(join(tmpdir(), "sync-events-e2e-")), "sync-events-local");
   execFileSync("go", ["build", "-o", bin, "./cmd/sync-events-local"], { cwd: root, stdio: "inherit" });
   const port = await freePort();
-  const child: ChildProcess = spawn(bin, [], { env: { ...process.env, ADDR: `127.0.0.1:${port}` }, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(bin, [], {
+    env: { ...process.env, ...env, ADDR: `127.0.0.1:${port}` },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   let exited: number | null = null;
   child.stdout?.on("data", (d) => {
@@ -40,7 +43,7 @@ export async function startService(): Promise<{ url: string; stop: () => void }>
 }
 
 /** A loopback port nothing listens on now. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);

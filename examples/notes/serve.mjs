@@ -1,0 +1,56 @@
+// Serves the notes example on http://localhost:5173 (PORT): index.html, and
+// app.ts bundled by esbuild with @sync-events/client taken from the
+// repository's source. The page calls SYNC_EVENTS_API (make run's
+// http://127.0.0.1:3000 by default) with SYNC_EVENTS_TOKEN as its bearer
+// token; without one, an unsigned token for the user "notes-demo", which
+// only make run accepts. Run by `make example`.
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const here = (p) => fileURLToPath(new URL(p, import.meta.url));
+// The example uses the client's own pinned esbuild (clients/typescript's lockfile).
+const { build } = createRequire(here("../../clients/typescript/package.json"))("esbuild");
+
+const port = Number(process.env.PORT ?? 5173);
+const apiUrl = process.env.SYNC_EVENTS_API ?? "http://127.0.0.1:3000";
+const unsigned = (sub) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ sub })).toString("base64url")}.unsigned`;
+const token = process.env.SYNC_EVENTS_TOKEN ?? unsigned("notes-demo");
+
+const bundle = async () =>
+  (
+    await build({
+      entryPoints: [here("app.ts")],
+      bundle: true,
+      format: "esm",
+      target: "es2022",
+      sourcemap: "inline",
+      alias: { "@sync-events/client": here("../../clients/typescript/src/index.ts") },
+      write: false,
+      logLevel: "warning",
+    })
+  ).outputFiles[0].text;
+
+const files = {
+  "/": () => ["text/html", readFileSync(here("index.html"))],
+  "/app.js": async () => ["text/javascript", await bundle()],
+  "/config.json": () => ["application/json", JSON.stringify({ apiUrl, token })],
+};
+
+await bundle(); // fail now, not at the first page view, if app.ts does not build
+createServer(async (req, res) => {
+  const file = files[new URL(req.url ?? "/", "http://x").pathname];
+  if (!file) {
+    res.writeHead(404).end();
+    return;
+  }
+  try {
+    const [type, body] = await file();
+    res.writeHead(200, { "content-type": type, "cache-control": "no-store" }).end(body);
+  } catch (err) {
+    res.writeHead(500, { "content-type": "text/plain" }).end(String(err));
+  }
+}).listen(port, "127.0.0.1", () => {
+  console.log(`notes example: http://localhost:${port}  (API ${apiUrl})`);
+});
