@@ -32,8 +32,8 @@ const browserOnline = () => globalThis.navigator?.onLine !== false;
 /**
  * Sends the request build() makes until it is answered with anything but a
  * transient status, retrying network errors, timeouts, 429 and 5xx with
- * backoff. build() is called per attempt (a fresh token, the same body and
- * the same key).
+ * backoff, or until it must stop (see StopReason). build() is called per
+ * attempt (a fresh token, the same body and the same key).
  */
 export async function sendUntilAnswered(build: () => Promise<Request>, a: Attempt): Promise<Outcome> {
   const online = a.online ?? browserOnline;

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { afterEach, describe, it } from "node:test";
-import { SyncQueue } from "../src/queue.js";
 import { MemoryStorage } from "../src/storage.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry, UUID_V4 } from "./helpers.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, queueAt, UUID_V4 } from "./helpers.js";
 
 /**
  * The client on the oldest browsers it supports (see the README's floor),
@@ -57,15 +56,7 @@ describe("below the newest APIs", () => {
     const api = fakeFetch((req, n, signal) =>
       n === 1 ? hangUntilAborted(signal) : req.json().then((b: { events: unknown[] }) => answer(201, { events: b.events })),
     );
-    const report = await new SyncQueue({
-      storage,
-      baseUrl: "https://api.example.com",
-      getToken: () => "t",
-      fetch: api.fetch,
-      retry: instantRetry().retry,
-    }).drain({
-      signal: new AbortController().signal,
-    });
+    const report = await queueAt(storage, api.fetch).drain({ signal: new AbortController().signal });
     assert.deepEqual(report, { sent: 5, replayed: 0, conflicts: 0, rejected: 0, retries: 1 });
     assert.deepEqual(await storage.list(), []);
   });
@@ -80,13 +71,7 @@ describe("below the newest APIs", () => {
       setTimeout(() => stop.abort(), 5);
       return hangUntilAborted(signal);
     });
-    const report = await new SyncQueue({
-      storage,
-      baseUrl: "https://api.example.com",
-      getToken: () => "t",
-      fetch: api.fetch,
-      retry: instantRetry({ timeoutMs: 10_000 }).retry,
-    }).drain({ signal: stop.signal });
+    const report = await queueAt(storage, api.fetch, { retry: instantRetry({ timeoutMs: 10_000 }).retry }).drain({ signal: stop.signal });
     assert.equal(report.stopped, "aborted");
     assert.equal((await storage.list()).length, 1);
   });

@@ -1,4 +1,6 @@
+import { SyncQueue, type SyncQueueOptions } from "../src/queue.js";
 import type { RetryOptions } from "../src/retry.js";
+import type { QueueStorage } from "../src/storage.js";
 
 /** A JSON answer of the API. */
 export function answer(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -78,3 +80,15 @@ export const hangUntilAborted = (signal?: AbortSignal) =>
   });
 
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A SyncQueue over storage and fetch at a fake API, retrying without waiting; options override. */
+export function queueAt(storage: QueueStorage, fetch: typeof globalThis.fetch, options: Partial<SyncQueueOptions> = {}): SyncQueue {
+  return new SyncQueue({
+    storage,
+    baseUrl: "https://api.example.com",
+    getToken: () => "t",
+    fetch,
+    retry: instantRetry().retry,
+    ...options,
+  });
+}

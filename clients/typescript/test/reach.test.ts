@@ -4,9 +4,7 @@ import { describe, it } from "node:test";
 import { SyncQueue } from "../src/queue.js";
 import { MemoryStorage } from "../src/storage.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry } from "./helpers.js";
-
-const BASE = "https://api.example.com";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, queueAt } from "./helpers.js";
 
 async function queueOf(n: number) {
   const storage = new MemoryStorage();
@@ -53,26 +51,14 @@ describe("a drain that cannot reach the server says why", () => {
     const api = fakeFetch((req, n) =>
       n === 4 ? answer(503, null) : n < 8 ? Promise.reject(new TypeError("Failed to fetch")) : req.json().then((e) => answer(201, e)),
     );
-    const report = await new SyncQueue({
-      storage,
-      baseUrl: BASE,
-      getToken: () => "t",
-      fetch: api.fetch,
-      retry: instantRetry().retry,
-    }).drain();
+    const report = await queueAt(storage, api.fetch).drain();
     assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: 7 });
   });
 
   it("does not count timeouts: a slow server is there", async () => {
     const storage = await queueOf(1);
     const api = fakeFetch((req, n, signal) => (n <= 5 ? hangUntilAborted(signal) : req.json().then((e) => answer(201, e))));
-    const report = await new SyncQueue({
-      storage,
-      baseUrl: BASE,
-      getToken: () => "t",
-      fetch: api.fetch,
-      retry: instantRetry({ timeoutMs: 20 }).retry,
-    }).drain();
+    const report = await queueAt(storage, api.fetch, { retry: instantRetry({ timeoutMs: 20 }).retry }).drain();
     assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: 5 });
   });
 
@@ -80,7 +66,7 @@ describe("a drain that cannot reach the server says why", () => {
     const storage = await queueOf(2);
     const api = fakeFetch((req) => req.json().then((e) => answer(201, e)));
     let online = false;
-    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, online: () => online });
+    const q = queueAt(storage, api.fetch, { online: () => online });
     assert.deepEqual(await q.drain(), {
       sent: 0,
       replayed: 0,
@@ -102,14 +88,7 @@ describe("a drain that cannot reach the server says why", () => {
       online = false;
       return Promise.reject(new TypeError("Failed to fetch"));
     });
-    const q = new SyncQueue({
-      storage,
-      baseUrl: BASE,
-      getToken: () => "t",
-      fetch: api.fetch,
-      online: () => online,
-      retry: instantRetry().retry,
-    });
+    const q = queueAt(storage, api.fetch, { online: () => online });
     const report = await q.drain();
     assert.equal(report.stopped, "offline");
     assert.equal(api.seen.length, 1);
