@@ -41,8 +41,8 @@ export interface DrainReport {
   retries: number;
   /**
    * Why the drain ended before the queue was empty, absent when every
-   * pending entry was answered. Each leaves the queue as it was, to be
-   * drained again:
+   * pending entry was answered. Each leaves the unanswered entries queued,
+   * with their keys, for the next drain:
    * - "unauthorized": a 401; refresh the token, then drain.
    * - "offline": the browser says it is offline; drain on its "online" event.
    * - "unreachable": no answer at all, retry.unreachableAfter times in a row,
@@ -142,14 +142,6 @@ export class SyncQueue {
     }
   }
 
-  /** The reason to stop on a request given up, and its last failure in the report. */
-  #stopped(outcome: Extract<Outcome, { kind: "stopped" }>, report: DrainReport): StopReason {
-    if (outcome.error !== undefined) {
-      report.error = outcome.error;
-    }
-    return outcome.reason;
-  }
-
   /**
    * The next batch from pending: a batch formed before (its entries share a
    * key) is sent again as it is; otherwise the leading entries, within the
@@ -185,7 +177,7 @@ export class SyncQueue {
   async #send(entry: QueueEntry, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
     const outcome = await this.#post(eventsURL(this.#o.baseUrl), entry.key, JSON.stringify(entry.event), r, report, signal);
     if (outcome.kind === "stopped") {
-      return this.#stopped(outcome, report);
+      return stopReason(outcome, report);
     }
     return this.#settle(entry, outcome.response, outcome.body, report);
   }
@@ -195,7 +187,7 @@ export class SyncQueue {
     const body = JSON.stringify({ events: group.map((e) => e.event) });
     const outcome = await this.#post(batchURL(this.#o.baseUrl), group[0]?.batch as string, body, r, report, signal);
     if (outcome.kind === "stopped") {
-      return this.#stopped(outcome, report);
+      return stopReason(outcome, report);
     }
     return this.#settleBatch(group, outcome.response, outcome.body, report);
   }
@@ -302,6 +294,14 @@ export class SyncQueue {
 }
 
 const encoder = new TextEncoder();
+
+/** The reason to stop on a request given up, with its last failure put in the report. */
+function stopReason(outcome: Extract<Outcome, { kind: "stopped" }>, report: DrainReport): StopReason {
+  if (outcome.error !== undefined) {
+    report.error = outcome.error;
+  }
+  return outcome.reason;
+}
 
 function emptyReport(): DrainReport {
   return { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0 };
