@@ -36,8 +36,9 @@ async function render(): Promise<void> {
     at: e.event.occurredAt,
     waiting: true,
   }));
-  const seen = new Set(pulled().notes.map((n) => n.id));
-  const notes = [...pulled().notes, ...waiting.filter((n) => !seen.has(n.id))].sort((a, b) => b.at.localeCompare(a.at));
+  const have = pulled().notes;
+  const seen = new Set(have.map((n) => n.id));
+  const notes = [...have, ...waiting.filter((n) => !seen.has(n.id))].sort((a, b) => b.at.localeCompare(a.at));
   $<HTMLUListElement>("notes").replaceChildren(
     ...notes.map((n) => {
       const li = document.createElement("li");

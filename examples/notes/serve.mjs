@@ -32,6 +32,7 @@ const bundle = async () =>
     })
   ).outputFiles[0].text;
 
+// app.js is bundled at each request, so that an edit to app.ts shows on reload.
 const files = {
   "/": () => ["text/html", readFileSync(here("index.html"))],
   "/app.js": async () => ["text/javascript", await bundle()],

@@ -34,18 +34,17 @@ var API = Policy{
 	MaxAge:        600,
 }
 
-// Origins says which origins may call: the listed ones (exactly, or all
-// for "*"), and any loopback origin (localhost or 127.0.0.1, any scheme and
-// port) when Loopback is set.
+// Origins says which origins may call the dev server: any loopback origin
+// (localhost or 127.0.0.1, any scheme and port), where a developer's pages
+// are served, and the listed ones (exactly, or all for "*").
 type Origins struct {
-	Listed   []string
-	Loopback bool
+	Listed []string
 }
 
 // ParseOrigins reads a comma-separated list, as the template's
-// CorsAllowOrigins parameter is written; loopback origins are allowed too.
+// CorsAllowOrigins parameter is written.
 func ParseOrigins(list string) Origins {
-	o := Origins{Loopback: true}
+	var o Origins
 	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			o.Listed = append(o.Listed, strings.TrimSuffix(s, "/"))
@@ -61,9 +60,6 @@ func (o Origins) Allows(origin string) bool {
 	}
 	if slices.Contains(o.Listed, "*") || slices.Contains(o.Listed, origin) {
 		return true
-	}
-	if !o.Loopback {
-		return false
 	}
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" {
