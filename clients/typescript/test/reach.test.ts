@@ -26,7 +26,7 @@ function deadPort(): Promise<number> {
 }
 
 describe("a drain that cannot reach the server says why", () => {
-  it("stops as unreachable when a real server is not there, the device online, leaving the queue whole", async () => {
+  it("stops as unreachable when a real server is not there, the device online, leaving the queue whole", { timeout: 10_000 }, async () => {
     const storage = await queueOf(3);
     const before = await storage.list();
     const report = await new SyncQueue({

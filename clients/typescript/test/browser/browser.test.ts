@@ -21,8 +21,8 @@ declare global {
 
 let browser: Browser;
 let service: { url: string; stop: () => void };
-let secure: Awaited<ReturnType<typeof servePage>>; // http://localhost:P, and also http://lan.test:P (not allowed)
-let allowed: Awaited<ReturnType<typeof servePage>>; // http://lan.test:Q, allowed by CORS_ALLOW_ORIGINS
+let secure: Awaited<ReturnType<typeof servePage>>; // http://localhost:P; also http://lan.test:P, a secure context make run does not allow
+let allowed: Awaited<ReturnType<typeof servePage>>; // http://lan.test:Q, not a secure context, allowed by CORS_ALLOW_ORIGINS
 const proxies: FaultProxy[] = [];
 
 before(async () => {
@@ -30,7 +30,9 @@ before(async () => {
   secure = await servePage(bundle);
   allowed = await servePage(bundle);
   service = await startService({ CORS_ALLOW_ORIGINS: `http://${INSECURE_HOST}:${allowed.port}` });
-  browser = await launch();
+  // An https site of another origin than make run allows, as far as the
+  // page can tell: a secure context, refused by CORS.
+  browser = await launch([`http://${INSECURE_HOST}:${secure.port}`]);
   console.log(`# ${browser.browserType().name()} ${browser.version()}`);
 });
 
@@ -201,6 +203,7 @@ describe("in Chromium", () => {
     const token = user("refused");
     const context = await browser.newContext();
     const page = await open(context, `http://${INSECURE_HOST}:${secure.port}`);
+    assert.equal(await page.evaluate(() => window.isSecureContext), true);
     await write(page, "refused", 5);
     const report = await drain(page, { db: "refused", api: service.url, token });
     assert.equal(report.stopped, "unreachable");

@@ -17,9 +17,10 @@ export const INSECURE_HOST = "lan.test";
 /**
  * Chromium as the tests run it: headless, as root (no sandbox), and kept
  * off the network it would reach at start (the machine's network is
- * closed); INSECURE_HOST resolves to 127.0.0.1.
+ * closed); INSECURE_HOST resolves to 127.0.0.1. secureOrigins are treated
+ * as secure contexts although they are plain HTTP, as an https site is.
  */
-export function launch(): Promise<Browser> {
+export function launch(secureOrigins: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -31,6 +32,7 @@ export function launch(): Promise<Browser> {
       "--disable-component-update",
       "--disable-sync",
       `--host-resolver-rules=MAP ${INSECURE_HOST} 127.0.0.1`,
+      ...(secureOrigins.length > 0 ? [`--unsafely-treat-insecure-origin-as-secure=${secureOrigins.join(",")}`] : []),
     ],
   });
 }
