@@ -101,39 +101,33 @@ func TestPositionRoundTrips(t *testing.T) {
 // document cannot send a cursor the API refuses.
 func TestCursorPatternIsExactlyTheCursors(t *testing.T) {
 	pattern := regexp.MustCompile(CursorPattern)
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 5000 {
-		b := []byte("AAA")
-		for range 29 {
-			b = append(b, alphabet[rng.IntN(len(alphabet))])
-		}
-		c := string(b)
-		pos, err := ParseCursor(c)
-		if err != nil || pos.Cursor() != c || !pattern.MatchString(c) {
-			t.Fatalf("ParseCursor(%q) = %v, %v; re-encoded %q", c, pos, err, pos.Cursor())
-		}
-		outside := []string{c[:31], c + "A", "AAB" + c[3:], "B" + c[1:], c[:31] + "=", c[:31] + "+", c[:31] + "/"}
-		for _, bad := range outside {
-			if _, err := ParseCursor(bad); err == nil || pattern.MatchString(bad) {
-				t.Fatalf("%q: ParseCursor err %v, pattern match %v: the two disagree", bad, err, pattern.MatchString(bad))
+	for _, form := range []struct {
+		prefix, alphabet string
+		n                int
+		outside          func(c string) []string
+	}{
+		{"AAA", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", 29, func(c string) []string {
+			return []string{c[:31], c + "A", "AAB" + c[3:], "B" + c[1:], c[:31] + "=", c[:31] + "+", c[:31] + "/"}
+		}},
+		{"p", "0123456789abcdef", 16, func(c string) []string {
+			return []string{c[:16], c + "0", "P" + c[1:], c[:16] + "g", c[:16] + "A"}
+		}},
+	} {
+		for range 5000 {
+			b := []byte(form.prefix)
+			for range form.n {
+				b = append(b, form.alphabet[rng.IntN(len(form.alphabet))])
 			}
-		}
-	}
-	const hex = "0123456789abcdef"
-	for range 5000 {
-		b := []byte("p")
-		for range 16 {
-			b = append(b, hex[rng.IntN(len(hex))])
-		}
-		c := string(b)
-		pos, err := ParseCursor(c)
-		if err != nil || pos.Cursor() != c || !pattern.MatchString(c) {
-			t.Fatalf("ParseCursor(%q) = %v, %v; re-encoded %q", c, pos, err, pos.Cursor())
-		}
-		for _, bad := range []string{c[:16], c + "0", "P" + c[1:], c[:16] + "g", c[:16] + "A"} {
-			if _, err := ParseCursor(bad); err == nil || pattern.MatchString(bad) {
-				t.Fatalf("%q: ParseCursor err %v, pattern match %v: the two disagree", bad, err, pattern.MatchString(bad))
+			c := string(b)
+			pos, err := ParseCursor(c)
+			if err != nil || pos.Cursor() != c || !pattern.MatchString(c) {
+				t.Fatalf("ParseCursor(%q) = %v, %v; re-encoded %q", c, pos, err, pos.Cursor())
+			}
+			for _, bad := range form.outside(c) {
+				if _, err := ParseCursor(bad); err == nil || pattern.MatchString(bad) {
+					t.Fatalf("%q: ParseCursor err %v, pattern match %v: the two disagree", bad, err, pattern.MatchString(bad))
+				}
 			}
 		}
 	}
