@@ -54,14 +54,14 @@ host-bootstrap:
 ## fuzz: each fuzz target for FUZZTIME (seed corpora in testdata/fuzz/, run by make test too)
 FUZZTIME ?= 15s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) ./internal/idempotency
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalHash$$' -fuzztime $(FUZZTIME) ./idempotency
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME) ./functions/sync-events/api
 	$(GO) test -run '^$$' -fuzz '^FuzzPushThenPull$$' -fuzztime $(FUZZTIME) ./functions/sync-events/api
 
 ## bench: the benchmarks, BENCHCOUNT runs each, summarised by benchstat (medians, with spread)
 BENCHCOUNT ?= 6
 bench: $(BIN)/benchstat
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./internal/idempotency ./functions/sync-events/api | tee $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./idempotency ./functions/sync-events/api | tee $(BIN)/bench.txt
 	$(BIN)/benchstat $(BIN)/bench.txt
 
 ## load: make run's server on LOAD_ADDR, driven by cmd/loadgen with CLIENTS clients for REQUESTS requests

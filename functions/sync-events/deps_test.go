@@ -32,16 +32,6 @@ func TestLambdaBinaryLeavesOutTheDevBackends(t *testing.T) {
 	}
 }
 
-// TestTheFlowKnowsNoAWS: the exactly-once flow is written against its own
-// Store interface, so it can be read, tested and reused without DynamoDB.
-func TestTheFlowKnowsNoAWS(t *testing.T) {
-	for _, dep := range goListDeps(t, "../../internal/idempotency", 5) {
-		if strings.HasPrefix(dep, "github.com/aws/") {
-			t.Errorf("internal/idempotency depends on %s", dep)
-		}
-	}
-}
-
 // goListDeps lists the packages pkg links, as make build builds it
 // (linux/arm64, lambda.norpc), and fails if there are fewer than least.
 func goListDeps(t *testing.T, pkg string, least int) []string {

@@ -10,10 +10,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/cors"
-	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
 
@@ -230,11 +233,11 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"!GetAtt IdempotencyTable.Arn":                         {"dynamodb:PutItem", "dynamodb:GetItem"},
-		"!GetAtt EventsTable.Arn":                              {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"},
-		"!Sub ${EventsTable.Arn}/index/" + ddb.ByReceivedIndex: {"dynamodb:Query"},
-		"!GetAtt FunctionLogGroup.Arn":                         {"logs:CreateLogStream", "logs:PutLogEvents"},
-		" *":                                                   {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
+		"!GetAtt IdempotencyTable.Arn":                              {"dynamodb:PutItem", "dynamodb:GetItem"},
+		"!GetAtt EventsTable.Arn":                                   {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"},
+		"!Sub ${EventsTable.Arn}/index/" + eventlog.ByReceivedIndex: {"dynamodb:Query"},
+		"!GetAtt FunctionLogGroup.Arn":                              {"logs:CreateLogStream", "logs:PutLogEvents"},
+		" *":                                                        {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
 	}
 	if !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("policy grants %v, want %v", got, want)
@@ -243,14 +246,20 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 
 func TestTemplateTablesMatchTheCode(t *testing.T) {
 	tpl := loadTemplate(t)
-	for name, def := range map[string]ddb.Table{"IdempotencyTable": ddb.LedgerTable, "EventsTable": ddb.EventsTable} {
+	for name, def := range map[string]struct {
+		table *dynamodb.CreateTableInput
+		ttl   string
+	}{
+		"IdempotencyTable": {dynamodbstore.TableInput("IdempotencyTable"), dynamodbstore.TTLAttribute},
+		"EventsTable":      {eventlog.TableInput("EventsTable"), ""},
+	} {
 		t.Run(name, func(t *testing.T) {
 			res := tpl.Resources[name]
 			if res.Type != "AWS::DynamoDB::Table" || res.DeletionPolicy != "Retain" || res.UpdateReplacePolicy != "Retain" {
 				t.Fatalf("type %q, deletion %q, replace %q", res.Type, res.DeletionPolicy, res.UpdateReplacePolicy)
 			}
 			props := decode[tableProps](t, res.Properties)
-			want := def.CreateTableInput(name)
+			want := def.table
 			if props.BillingMode != string(want.BillingMode) {
 				t.Errorf("billing %q, want %q", props.BillingMode, want.BillingMode)
 			}
@@ -285,10 +294,10 @@ func TestTemplateTablesMatchTheCode(t *testing.T) {
 				}
 			}
 			switch ttl := props.TimeToLiveSpecification; {
-			case def.TTLAttribute == "" && ttl != nil:
+			case def.ttl == "" && ttl != nil:
 				t.Errorf("TTL on %s, the code has none", ttl.AttributeName)
-			case def.TTLAttribute != "" && (ttl == nil || !ttl.Enabled || ttl.AttributeName != def.TTLAttribute):
-				t.Errorf("TTL %+v, want enabled on %s", ttl, def.TTLAttribute)
+			case def.ttl != "" && (ttl == nil || !ttl.Enabled || ttl.AttributeName != def.ttl):
+				t.Errorf("TTL %+v, want enabled on %s", ttl, def.ttl)
 			}
 			if !props.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled {
 				t.Error("point-in-time recovery is off")

@@ -2,13 +2,13 @@ package ddb
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 )
 
 // CallStats is what one request's DynamoDB calls cost: operations asked
@@ -55,14 +55,6 @@ func statsFrom(ctx context.Context) *statsBox {
 	return b
 }
 
-// noteThrottle counts a throttle DynamoDB reports inside a cancelled
-// transaction's reasons, which no attempt's error code shows.
-func noteThrottle(ctx context.Context) {
-	if b := statsFrom(ctx); b != nil {
-		b.add(func(s *CallStats) { s.Throttles++ })
-	}
-}
-
 // WithCallStats returns a copy of client whose calls are counted under a
 // context from CountCalls (and cost nothing under any other).
 func WithCallStats(client *dynamodb.Client) *dynamodb.Client {
@@ -92,7 +84,8 @@ func addCallStats(stack *middleware.Stack) error {
 		b.add(func(s *CallStats) {
 			s.Attempts++
 			s.Latency += took
-			if isThrottle(err) {
+			// Throttles inside a cancelled transaction's reasons count too.
+			if dynamodbstore.IsThrottle(err) {
 				s.Throttles++
 			}
 		})
@@ -102,9 +95,4 @@ func addCallStats(stack *middleware.Stack) error {
 		return err
 	}
 	return stack.Finalize.Insert(attempts, "Retry", middleware.After)
-}
-
-func isThrottle(err error) bool {
-	var api smithy.APIError
-	return errors.As(err, &api) && throttleCodes[api.ErrorCode()]
 }

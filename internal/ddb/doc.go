@@ -1,11 +1,9 @@
-// Package ddb is the service's DynamoDB layer: the client, the one
-// definition of each table (keys, index, TTL attribute) that the code, the
-// tests and template.yaml share, the transaction that commits a mutation's
-// writes with its ledger record (Ledger), the events with each user's head,
-// which gives every event its position in commit order (EventLog), and the
-// events queries.
+// Package ddb is the service's DynamoDB plumbing: the client, built once
+// per execution environment, the counting of each request's calls for its
+// metrics line, and the creation of the tables on local and test backends
+// from the one definition of each (the ledger's in package dynamodbstore,
+// the events' in package eventlog).
 //
-// Ledger and EventLog implement idempotency.Store; the package knows
-// nothing of HTTP and does not decide what a mutation writes: callers hand
-// it the writes.
+// The tables themselves have one door each: dynamodbstore.Store for the
+// ledger, eventlog.Log for the events.
 package ddb

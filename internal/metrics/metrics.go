@@ -16,7 +16,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/idempotency"
 )
 
 // Namespace is the CloudWatch namespace of every metric here.

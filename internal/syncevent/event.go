@@ -2,7 +2,7 @@
 // the rules each must meet, the JSON the API answers with, and its position
 // in a user's commit order (the paging cursor). It knows neither HTTP nor
 // DynamoDB nor idempotency; an event id is read by the same UUID rule as a
-// key (package canonuuid).
+// key (idempotency.ParseUUID).
 package syncevent
 
 import (
@@ -14,8 +14,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sync-events/sync-events/internal/canonuuid"
-	"github.com/sync-events/sync-events/internal/errcode"
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
 )
 
 // MaxTypeLen is the longest event type, in characters.
@@ -40,15 +40,9 @@ type Event struct {
 	Payload jsontext.Value
 }
 
-// FieldError names a field of the body and what is wrong with it.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
-
 // invalid is the VALIDATION_FAILED error for fields: its message sums them
 // up, its details list them all.
-func invalid(fields []FieldError) *errcode.Error {
+func invalid(fields errcode.FieldErrors) *errcode.Error {
 	msg := fmt.Sprintf("Invalid event: field %q: %s", fields[0].Field, fields[0].Message)
 	if len(fields) > 1 {
 		msg = fmt.Sprintf("Invalid event: %d fields are invalid; the first, %q: %s", len(fields), fields[0].Field, fields[0].Message)
@@ -72,8 +66,19 @@ const invalidID = "must be a UUID in canonical form (8-4-4-4-12 hexadecimal digi
 // the client sent it: the canonical form is for comparing bodies, never for
 // storing them, so numbers come back spelled as they were sent. The user id
 // is not part of the body: the caller sets it from the verified identity.
-// An invalid event is an *errcode.Error whose Details are []FieldError.
+// An invalid event is an *errcode.Error listing every invalid field.
 func Parse(canonical []byte) (Event, error) {
+	ev, bad := Read(canonical)
+	if bad != nil {
+		return Event{}, invalid(bad)
+	}
+	return ev, nil
+}
+
+// Read is Parse for a caller that reports the invalid fields itself (a
+// batch names them by the event's index): the event, or every field at
+// fault.
+func Read(canonical []byte) (Event, errcode.FieldErrors) {
 	var w wire
 	// The body was validated when it was canonicalized; checking names and
 	// UTF-8 again would only cost time.
@@ -83,11 +88,11 @@ func Parse(canonical []byte) (Event, error) {
 		return Event{}, decodeError(err)
 	}
 	var ev Event
-	var errs []FieldError
-	add := func(field, msg string) { errs = append(errs, FieldError{field, msg}) }
+	var errs errcode.FieldErrors
+	add := func(field, msg string) { errs = append(errs, errcode.FieldError{Field: field, Message: msg}) }
 
 	if s, ok := stringField(w.ID, "id", add); ok {
-		if id, ok := canonuuid.Parse(s); !ok {
+		if id, ok := idempotency.ParseUUID(s); !ok {
 			add("id", invalidID)
 		} else {
 			ev.ID = id
@@ -124,7 +129,7 @@ func Parse(canonical []byte) (Event, error) {
 		_ = ev.Payload.Compact()
 	}
 	if errs != nil {
-		return Event{}, invalid(errs)
+		return Event{}, errs
 	}
 	return ev, nil
 }
@@ -148,16 +153,16 @@ func stringField(v jsontext.Value, field string, add func(field, msg string)) (s
 }
 
 // decodeError turns a failure to decode the body's shape into field errors.
-func decodeError(err error) error {
+func decodeError(err error) errcode.FieldErrors {
 	var se *json.SemanticError
 	if errors.As(err, &se) && errors.Is(err, json.ErrUnknownName) {
 		name := string(se.JSONPointer.LastToken())
-		return invalid([]FieldError{{Field: name, Message: "is not a known field"}})
+		return errcode.FieldErrors{{Field: name, Message: "is not a known field"}}
 	}
 	if errors.As(err, &se) && len(se.JSONPointer) == 0 {
-		return invalid([]FieldError{{Field: "body", Message: "must be a JSON object"}})
+		return errcode.FieldErrors{{Field: "body", Message: "must be a JSON object"}}
 	}
-	return invalid([]FieldError{{Field: "body", Message: err.Error()}})
+	return errcode.FieldErrors{{Field: "body", Message: err.Error()}}
 }
 
 // Created is the 201 body for a stored event.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sync-events/sync-events/internal/errcode"
+	"github.com/sync-events/sync-events/errcode"
 )
 
 func TestParseReportsEveryBadField(t *testing.T) {
@@ -33,13 +33,13 @@ func TestParseNamesAnUnknownField(t *testing.T) {
 }
 
 // fieldErrors are the fields a VALIDATION_FAILED error names.
-func fieldErrors(t *testing.T, err error) []FieldError {
+func fieldErrors(t *testing.T, err error) errcode.FieldErrors {
 	t.Helper()
 	e, ok := errcode.Of(err)
 	if !ok || e.Code != errcode.ValidationFailed {
 		t.Fatalf("err = %v, want VALIDATION_FAILED", err)
 	}
-	fields, ok := e.Details.([]FieldError)
+	fields, ok := e.Details.(errcode.FieldErrors)
 	if !ok || len(fields) == 0 {
 		t.Fatalf("err = %v names no fields", err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/canonuuid"
+	"github.com/sync-events/sync-events/idempotency"
 )
 
 // Position is a place in one user's commit order: just after the event at
@@ -104,7 +104,7 @@ func ParseSortKey(key string) (Position, error) {
 	if err != nil {
 		return Position{}, ErrBadPosition
 	}
-	canon, ok := canonuuid.Parse(id)
+	canon, ok := idempotency.ParseUUID(id)
 	if !ok || canon != id {
 		return Position{}, ErrBadPosition
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 func TestMissingKeyIsTheSeedsExact400(t *testing.T) {

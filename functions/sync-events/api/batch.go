@@ -10,9 +10,10 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/errcode"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -31,7 +32,7 @@ import (
 // an event): about 2.4 MB, under the transaction's 4 MB. Each event is also
 // held to MAX_BODY_BYTES, as if sent alone, so that it fits its 400 KB item.
 const (
-	MaxBatchEvents    = ddb.MaxTransactionActions - 2
+	MaxBatchEvents    = dynamodbstore.MaxTransactionActions - 2
 	MaxBatchBodyBytes = 2 << 20
 )
 
@@ -39,12 +40,6 @@ const (
 // read as the single endpoint reads a body.
 type batchBody struct {
 	Events []jsontext.Value `json:"events"`
-}
-
-// BatchFieldError names an event of a batch by its index, and a field of it.
-type BatchFieldError struct {
-	Index int `json:"index"`
-	syncevent.FieldError
 }
 
 // batchCreated is the batch's 201: each event as the single endpoint's 201
@@ -55,17 +50,17 @@ type batchCreated struct {
 
 // postBatch is the batch's mutation: 1 to MaxBatchEvents events, stored in
 // the order sent, all in one transaction with the ledger record, or none.
-func postBatch(h *Handler, r *request, body []byte) (plan, error) {
-	evs, err := parseBatch(body, h.maxBodyBytes)
+func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+	evs, err := parseBatch(r.Body, h.maxBodyBytes)
 	if err != nil {
-		return plan{}, err
+		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
 	ids := make([]string, len(evs))
 	for i := range evs {
-		evs[i].UserID, ids[i] = r.user, evs[i].ID
+		evs[i].UserID, ids[i] = r.User, evs[i].ID
 	}
-	return plan{
-		execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
+	return mutation.Plan[syncevent.Event]{
+		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
 			answer := batchCreated{Events: make([]syncevent.Created, len(evs))}
 			for i := range evs {
 				evs[i].ReceivedAt = now.Truncate(time.Millisecond)
@@ -80,9 +75,8 @@ func postBatch(h *Handler, r *request, body []byte) (plan, error) {
 				Writes:   evs,
 			}, nil
 		},
-		rejected: func(ctx context.Context, failed []int) error { return h.alreadyStored(ctx, r.user, ids, failed) },
-		events:   len(evs),
-	}, nil
+		Rejected: func(ctx context.Context, failed []int) error { return h.alreadyStored(ctx, r.User, ids, failed) },
+	}, len(evs), nil
 }
 
 // alreadyStored is the batch's 409 when some of its events are stored
@@ -101,7 +95,7 @@ func (h *Handler) alreadyStored(ctx context.Context, user string, ids []string, 
 	}
 	return &errcode.Error{Code: errcode.EventAlreadyExists,
 		Message: fmt.Sprintf("%d of the batch's events are already stored; nothing was stored: send the others under a new key", len(stored)),
-		Details: map[string][]string{"ids": stored}}
+		Details: errcode.IDs{IDs: stored}}
 }
 
 // parseBatch reads a batch body: an object whose one member, events, holds
@@ -111,30 +105,28 @@ func (h *Handler) alreadyStored(ctx context.Context, user string, ids []string, 
 func parseBatch(body []byte, eventLimit int) ([]syncevent.Event, error) {
 	var b batchBody
 	if err := json.Unmarshal(body, &b, json.RejectUnknownMembers(true)); err != nil || b.Events == nil {
-		return nil, errcode.Invalid(`Invalid batch: the body must be an object with one member, "events", an array of events`, bodyField)
+		return nil, errcode.Invalid(`Invalid batch: the body must be an object with one member, "events", an array of events`, errcode.Field{Field: "body"})
 	}
 	if n := len(b.Events); n < 1 || n > MaxBatchEvents {
-		return nil, errcode.Invalid(fmt.Sprintf("Invalid batch: it must hold 1 to %d events, got %d", MaxBatchEvents, n), map[string]string{"field": "events"})
+		return nil, errcode.Invalid(fmt.Sprintf("Invalid batch: it must hold 1 to %d events, got %d", MaxBatchEvents, n), errcode.Field{Field: "events"})
 	}
 	evs := make([]syncevent.Event, len(b.Events))
-	var bad []BatchFieldError
+	var bad errcode.IndexedFieldErrors
 	first := map[string]int{}
 	for i, raw := range b.Events {
 		if len(raw) > eventLimit {
 			return nil, &errcode.Error{Code: errcode.PayloadTooLarge,
-				Message: fmt.Sprintf("Event %d of the batch exceeds %d bytes", i, eventLimit), Details: map[string]int{"index": i}}
+				Message: fmt.Sprintf("Event %d of the batch exceeds %d bytes", i, eventLimit), Details: errcode.Index{Index: i}}
 		}
-		ev, err := syncevent.Parse(raw)
-		if e, ok := errcode.Of(err); ok {
-			for _, f := range e.Details.([]syncevent.FieldError) {
-				bad = append(bad, BatchFieldError{Index: i, FieldError: f})
+		ev, fields := syncevent.Read(raw)
+		if fields != nil {
+			for _, f := range fields {
+				bad = append(bad, errcode.IndexedFieldError{Index: i, FieldError: f})
 			}
 			continue
-		} else if err != nil {
-			return nil, err
 		}
 		if j, seen := first[ev.ID]; seen {
-			bad = append(bad, BatchFieldError{Index: i, FieldError: syncevent.FieldError{Field: "id", Message: fmt.Sprintf("repeats the id of event %d", j)}})
+			bad = append(bad, errcode.IndexedFieldError{Index: i, FieldError: errcode.FieldError{Field: "id", Message: fmt.Sprintf("repeats the id of event %d", j)}})
 			continue
 		}
 		first[ev.ID], evs[i] = i, ev

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 // postBatch sends body to the batch endpoint.
@@ -107,11 +107,11 @@ func TestBatchRefusedWholeNamesEachProblem(t *testing.T) {
 		body   string
 		status int
 		code   errcode.Code
-		want   []api.BatchFieldError // for a 400 naming events
+		want   []errcode.IndexedFieldError // for a 400 naming events
 	}{
 		{"bad fields", batchOf([]sentEvent{good[0], {ID: "nope", Type: "", OccurredAt: "x", Payload: "[]"}, good[1], {ID: uuid.NewString(), Type: "t", OccurredAt: "2026-12-02T14:03:00Z", Payload: "1"}}), 400, errcode.ValidationFailed,
-			[]api.BatchFieldError{{Index: 1}, {Index: 1}, {Index: 1}, {Index: 1}, {Index: 3}}},
-		{"one id twice", batchOf([]sentEvent{good[0], good[1], dup}), 400, errcode.ValidationFailed, []api.BatchFieldError{{Index: 2}}},
+			[]errcode.IndexedFieldError{{Index: 1}, {Index: 1}, {Index: 1}, {Index: 1}, {Index: 3}}},
+		{"one id twice", batchOf([]sentEvent{good[0], good[1], dup}), 400, errcode.ValidationFailed, []errcode.IndexedFieldError{{Index: 2}}},
 		{"no events", `{"events":[]}`, 400, errcode.ValidationFailed, nil},
 		{"not a batch", `[` + good[0].body() + `]`, 400, errcode.ValidationFailed, nil},
 		{"unknown member", `{"events":[` + good[0].body() + `],"more":1}`, 400, errcode.ValidationFailed, nil},
@@ -124,7 +124,7 @@ func TestBatchRefusedWholeNamesEachProblem(t *testing.T) {
 			resp := hs.postBatch("bob", uuid.NewString(), tt.body)
 			wantResponse(t, resp, tt.status, string(tt.code))
 			if tt.want != nil {
-				var got []api.BatchFieldError
+				var got []errcode.IndexedFieldError
 				errorDetails(t, resp, &got)
 				if len(got) != len(tt.want) {
 					t.Fatalf("details %+v, want %d problems", got, len(tt.want))

@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -170,7 +170,7 @@ func BenchmarkCatchUp(b *testing.B) {
 // log, 50 to a transaction, as a batch would.
 func seedEvents(b *testing.B, hs *harness, user string, n int) {
 	b.Helper()
-	log := ddb.NewEventLog(ddb.NewLedger(hs.b.Client, hs.b.Tables.Ledger), ddb.NewEvents(hs.b.Client, hs.b.Tables.Events))
+	log := eventlog.New(hs.b.Client, hs.b.Tables.Events, hs.b.Ledger())
 	now := time.Now().UTC()
 	for done := 0; done < n; {
 		batch := make([]syncevent.Event, min(50, n-done))

@@ -9,8 +9,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/errcode"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -27,64 +28,65 @@ var errEventExists = errcode.New(errcode.EventAlreadyExists, "An event with this
 
 // postEvent is POST's mutation: one event, stored with the time the server
 // received it; its write must be its id's first.
-func postEvent(_ *Handler, r *request, body []byte) (plan, error) {
+func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
 	// The event is read from the body as sent: the canonical form is only
 	// for the hash, and storing it would change the client's numbers.
-	ev, err := syncevent.Parse(body)
+	ev, err := syncevent.Parse(r.Body)
 	if err != nil {
-		return plan{}, err
+		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
-	ev.UserID = r.user
-	return plan{
-		execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
+	ev.UserID = r.User
+	return mutation.Plan[syncevent.Event]{
+		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
 			ev.ReceivedAt = now.Truncate(time.Millisecond)
 			return idempotency.Execution[syncevent.Event]{
 				Response: idempotency.Response{StatusCode: http.StatusCreated, Body: ev.CreatedBody()},
 				Writes:   []syncevent.Event{ev},
 			}, nil
 		},
-		rejected: func(context.Context, []int) error { return errEventExists },
-		events:   1,
-	}, nil
+		Rejected: func(context.Context, []int) error { return errEventExists },
+	}, 1, nil
 }
 
 // listEvents is GET: a page of the caller's events after the cursor.
 func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
 	method := r.RequestContext.HTTP.Method
-	user, err := userID(r.APIGatewayV2HTTPRequest)
+	user, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
 	if err != nil {
-		return fail(err, method, "")
+		return h.fail(err, method)
 	}
 	limit, after, err := pageParams(r.QueryStringParameters)
 	if err != nil {
-		return fail(err, method, "")
+		return h.fail(err, method)
 	}
 	p := newPage(limit, MaxPageResponseBytes, after)
 	// One more than the page holds is read, so that the last page is
 	// known to be last.
-	for ev, err := range h.events.After(ctx, user, after, limit+1) {
+	for ev, err := range h.events.Read(ctx, user, after, limit+1) {
 		if err != nil {
-			return fail(err, method, "")
+			return h.fail(err, method)
 		}
 		added, err := p.add(ev)
 		if err != nil {
-			return fail(err, method, "")
+			return h.fail(err, method)
 		}
 		if !added {
 			break
 		}
 	}
-	return jsonResponse(http.StatusOK, p.finish()), outcome{result: metrics.OutcomeRead}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusOK, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(p.finish()),
+	}, outcome{result: metrics.OutcomeRead}
 }
 
-var errBadCursor = errcode.Invalid("cursor is not a cursor this API returned", map[string]string{"field": "cursor"})
+var errBadCursor = errcode.Invalid("cursor is not a cursor this API returned", errcode.Field{Field: "cursor"})
 
 func pageParams(q map[string]string) (limit int, after syncevent.Position, _ error) {
 	limit = DefaultPageSize
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, after, errcode.Invalid(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), map[string]string{"field": "limit"})
+			return 0, after, errcode.Invalid(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), errcode.Field{Field: "limit"})
 		}
 		limit = n
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 // sdkAttempts is how many times the SDK's standard retryer sends a call.

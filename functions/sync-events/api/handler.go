@@ -17,9 +17,9 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/errcode"
-	"github.com/sync-events/sync-events/internal/idempotency"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -31,9 +31,10 @@ const deadlineMargin = 500 * time.Millisecond
 
 // EventReader is what the handler reads of the events table.
 type EventReader interface {
-	// After yields userID's events in commit order from after, reading
-	// batch at a time, until the caller stops.
-	After(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error]
+	// Read yields userID's events in commit order from after, reading
+	// batch at a time, until the caller stops or the next event is not
+	// visible yet.
+	Read(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error]
 	// Stored returns those of ids that userID has stored, reading with
 	// strong consistency.
 	Stored(ctx context.Context, userID string, ids []string) ([]string, error)
@@ -41,7 +42,7 @@ type EventReader interface {
 
 // Handler answers the function's API Gateway requests.
 type Handler struct {
-	flow         *idempotency.Flow[syncevent.Event]
+	mutations    *mutation.Runner[syncevent.Event]
 	events       EventReader
 	maxBodyBytes int
 	log          *slog.Logger
@@ -50,11 +51,11 @@ type Handler struct {
 
 // outcome is what a request came to, for the log line.
 type outcome struct {
-	status int
-	result string // one of metrics.Outcomes
-	code   errcode.Code
-	key    string
-	err    error
+	status    int
+	result    string // one of metrics.Outcomes
+	code      errcode.Code
+	keyPrefix string
+	err       error
 	// fromCache: the answer came from the replay cache, with no DynamoDB call.
 	fromCache bool
 	// conflictRetries: transactions retried after a conflict.
@@ -71,7 +72,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ctx, calls := ddb.CountCalls(ctx)
 	defer func() {
 		if p := recover(); p != nil {
-			resp, out = fail(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), req.RequestContext.HTTP.Method, out.key)
+			resp, out = h.fail(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), req.RequestContext.HTTP.Method)
 		}
 		out.status = resp.StatusCode
 		h.report(ctx, &req, out, time.Since(start), calls())
@@ -100,13 +101,11 @@ func withDeadlineMargin(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithCancel(ctx)
 }
 
-// request is an API Gateway request as a route sees it: the event, the
-// path parameters its pattern named and, for a mutation, the verified
-// caller.
+// request is an API Gateway request as a read sees it: the event and the
+// path parameters its pattern named.
 type request struct {
 	*events.APIGatewayV2HTTPRequest
 	params map[string]string
-	user   string
 }
 
 // route finds the request's row of the table and runs it. A path no row
@@ -114,28 +113,29 @@ type request struct {
 // 15.5.6), before anything about the request is looked at.
 func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
 	method := req.RequestContext.HTTP.Method
-	rt, params, allow := match(method, requestPath(req))
+	rt, params, allow := match(method, RequestPath(req))
 	switch {
 	case rt == nil && allow == nil:
-		return fail(errNotFound, method, "")
+		return h.fail(errNotFound, method)
 	case rt == nil:
-		return fail(methodNotAllowed(allow), method, "")
+		resp, out := h.fail(methodNotAllowed(allow), method)
+		resp.Headers["Allow"] = strings.Join(allow, ", ")
+		return resp, out
 	}
-	r := &request{APIGatewayV2HTTPRequest: req, params: params}
 	if rt.read != nil {
-		return rt.read(h, ctx, r)
+		return rt.read(h, ctx, &request{APIGatewayV2HTTPRequest: req, params: params})
 	}
-	return h.mutate(ctx, r, rt)
+	return h.mutate(ctx, req, rt, params)
 }
 
-// requestPath is the path the request was for, without what API Gateway
+// RequestPath is the path the request was for, without what API Gateway
 // put in front of it. A static route that API Gateway matched names the
 // path itself, whatever base path or stage came before it. Otherwise (the
 // catch-all) it is rawPath, less a leading segment equal to the stage where
 // API Gateway adds one: a named stage on the generated execute-api domain.
 // A custom domain adds no stage, so a first segment that happens to equal
 // the stage's name stays.
-func requestPath(req *events.APIGatewayV2HTTPRequest) string {
+func RequestPath(req *events.APIGatewayV2HTTPRequest) string {
 	if _, route, ok := strings.Cut(req.RouteKey, " "); ok && !strings.Contains(route, "{") {
 		return route
 	}
@@ -153,106 +153,40 @@ func requestPath(req *events.APIGatewayV2HTTPRequest) string {
 	return p
 }
 
-// mutate is the envelope of every mutation: the verified caller, the key,
-// a JSON body within the size limit and its canonical form, then the
-// route's own parsing, then the exactly-once flow and its answer.
-func (h *Handler) mutate(ctx context.Context, r *request, rt *route) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := rt.method
-	user, err := userID(r.APIGatewayV2HTTPRequest)
-	if err != nil {
-		return fail(err, method, "")
+// mutate runs a mutation's row through the envelope: the route's pattern
+// is what the key's record names, its path parameters are the pattern's,
+// its body limit the row's.
+func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPRequest, rt *route, params map[string]string) (events.APIGatewayV2HTTPResponse, outcome) {
+	r := mutation.FromHTTPAPI(req)
+	r.Route, r.PathParams, r.MaxBodyBytes = rt.pattern, params, rt.maxBody
+	var carried int
+	resp, rep := h.mutations.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[syncevent.Event], error) {
+		plan, n, err := rt.mutate(h, r)
+		carried = n
+		return plan, err
+	})
+	return resp.HTTPAPI(), outcome{
+		result: string(rep.Outcome), code: rep.Code, keyPrefix: rep.KeyPrefix, err: rep.Err,
+		fromCache: rep.FromCache, conflictRetries: rep.ConflictRetries, events: carried,
 	}
-	key, err := idempotencyKey(r.APIGatewayV2HTTPRequest)
-	if err != nil {
-		return fail(err, method, "")
-	}
-	r.user = user
-	limit := rt.maxBody
-	if limit == 0 {
-		limit = h.maxBodyBytes
-	}
-	b, canonical, err := jsonBody(r.APIGatewayV2HTTPRequest, limit)
-	if err != nil {
-		return fail(err, method, key)
-	}
-	p, err := rt.mutate(h, r, b)
-	if err != nil {
-		return fail(err, method, key)
-	}
-	mreq := idempotency.Request{UserID: user, Key: key, Method: method, Route: rt.pattern, CanonicalBody: canonical}
-	res, err := h.flow.Do(ctx, mreq, p.execute)
-	if err != nil {
-		resp, out := fail(err, method, key)
-		if res.Outcome == idempotency.ConflictExhausted {
-			out.result = string(res.Outcome)
-		}
-		out.conflictRetries, out.events = res.ConflictRetries, p.events
-		return resp, out
-	}
-	var refusal error
-	switch res.Outcome {
-	case idempotency.KeyReused:
-		refusal = errKeyReused
-	case idempotency.WriteRejected:
-		refusal = p.rejected(ctx, res.FailedWrites)
-	}
-	if refusal != nil {
-		resp, out := fail(refusal, method, key)
-		if _, worded := errcode.Of(refusal); worded {
-			out.result = string(res.Outcome)
-		}
-		out.fromCache, out.conflictRetries, out.events = res.FromCache, res.ConflictRetries, p.events
-		return resp, out
-	}
-	resp := jsonResponse(res.StatusCode, res.Body)
-	if res.Replayed() {
-		resp.Headers["Idempotent-Replayed"] = "true"
-	}
-	return resp, outcome{result: string(res.Outcome), key: key, fromCache: res.FromCache, conflictRetries: res.ConflictRetries, events: p.events}
 }
 
-// jsonBody is the request's JSON body as sent, at most limit bytes, and its
-// canonical form (for the payload hash), or the refusal that says why
-// there is none.
-func jsonBody(req *events.APIGatewayV2HTTPRequest, limit int) (b, canonical []byte, err error) {
-	if err := checkContentType(req); err != nil {
-		return nil, nil, err
-	}
-	if b, err = body(req, limit); err != nil {
-		return nil, nil, err
-	}
-	if canonical, err = canonicalBody(b); err != nil {
-		return nil, nil, err
-	}
-	return b, canonical, nil
-}
-
-// fail answers err (see answerFor): a refusal when the request itself
-// cannot be served (4xx), an error when the service is at fault (5xx). A
-// refusal worded by its own package is the client's doing and is not
-// logged as an error; anything else is.
-func fail(err error, method, key string) (events.APIGatewayV2HTTPResponse, outcome) {
-	a := answerFor(err, method)
-	out := outcome{result: metrics.OutcomeRefused, code: a.code, key: key}
-	if a.status >= http.StatusInternalServerError {
+// fail answers err as package mutation words every answer of the API: a
+// refusal when the request itself cannot be served (4xx), an error when
+// the service is at fault (5xx), which is logged with its cause.
+func (h *Handler) fail(err error, method string) (events.APIGatewayV2HTTPResponse, outcome) {
+	resp := h.mutations.Answer(err, h.mutations.NeedsKey(method))
+	out := outcome{result: metrics.OutcomeRefused, code: errcode.CodeOf(err)}
+	if resp.StatusCode >= http.StatusInternalServerError {
 		out.result = metrics.OutcomeError
+		if out.code == "" {
+			out.code = errcode.Internal
+		}
 	}
-	if _, worded := errcode.Of(err); !worded || a.status >= http.StatusInternalServerError {
+	if e, _ := errcode.Of(err); resp.StatusCode >= http.StatusInternalServerError || e == nil || e.Err != nil {
 		out.err = err
 	}
-	resp := jsonResponse(a.status, a.body())
-	if a.header[0] != "" {
-		resp.Headers[a.header[0]] = a.header[1]
-	}
-	return resp, out
-}
-
-func jsonResponse(status int, body []byte) events.APIGatewayV2HTTPResponse {
-	return events.APIGatewayV2HTTPResponse{
-		StatusCode: status,
-		Headers:    map[string]string{"Content-Type": "application/json"},
-		Body:       string(body),
-	}
+	return resp.HTTPAPI(), out
 }
 
 // logRequest writes the request's one log line. It carries no body, no
@@ -268,8 +202,8 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 		slog.String("idempotency_outcome", out.result),
 		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 	}
-	if out.key != "" {
-		attrs = append(attrs, slog.String("key_prefix", out.key[:8]))
+	if out.keyPrefix != "" {
+		attrs = append(attrs, slog.String("key_prefix", out.keyPrefix))
 	}
 	if out.code != "" {
 		attrs = append(attrs, slog.String("error_code", string(out.code)))
@@ -294,7 +228,7 @@ const maxLoggedPath = 128
 
 // loggedPath is the request's path for the log, cut to maxLoggedPath bytes.
 func loggedPath(req *events.APIGatewayV2HTTPRequest) string {
-	p := requestPath(req)
+	p := RequestPath(req)
 	if len(p) <= maxLoggedPath {
 		return p
 	}

@@ -20,11 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/devserver"
-	"github.com/sync-events/sync-events/internal/idempotency"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/openapi"
 )

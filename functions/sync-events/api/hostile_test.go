@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/internal/config"
-	"github.com/sync-events/sync-events/internal/errcode"
 )
 
 type hostileCase struct {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/errcode"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
 
 	"github.com/sync-events/sync-events/internal/tally"
 )

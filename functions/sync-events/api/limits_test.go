@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
-	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/errcode"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -278,11 +278,11 @@ func TestNumbersComeBackAsSent(t *testing.T) {
 // refused before anything is sent, on both methods.
 func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
 	hs := newHarness(t)
-	longest := strings.Repeat("u", ddb.MaxPartitionKeyBytes)
+	longest := strings.Repeat("u", dynamodbstore.MaxPartitionKeyBytes)
 	e := event(`{}`)
 	hs.pushAll(longest, []sentEvent{e})
 	wantListed(t, hs.walk(longest, 10), []sentEvent{e})
-	for _, sub := range []string{longest + "u", strings.Repeat("é", ddb.MaxPartitionKeyBytes/2+1), "bad\xffutf8"} {
+	for _, sub := range []string{longest + "u", strings.Repeat("é", dynamodbstore.MaxPartitionKeyBytes/2+1), "bad\xffutf8"} {
 		before := hs.b.Transport.Total()
 		wantResponse(t, hs.post(sub, uuid.NewString(), event(`{}`).body()), 403, string(errcode.CallerIDUnsupported))
 		wantResponse(t, hs.get(sub, nil), 403, string(errcode.CallerIDUnsupported))
@@ -291,7 +291,7 @@ func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
 		}
 	}
 	// The other key attributes are the service's own, fixed in width.
-	if n := len(syncevent.At(1<<64 - 1).SortKey()); n > ddb.MaxSortKeyBytes {
+	if n := len(syncevent.At(1<<64 - 1).SortKey()); n > dynamodbstore.MaxSortKeyBytes {
 		t.Fatalf("a received_key of %d bytes", n)
 	}
 }

@@ -32,10 +32,9 @@ const pageTail = 192
 var errEventTooLarge = errors.New("a stored event is larger than a page may be")
 
 // page builds a GET body event by event, within a count and a byte budget,
-// from the position after. It ends where the next event does not follow
-// the last one with no gap in the user's commit order: a sequence number
-// that is not the next one is an event whose predecessor is not visible
-// yet, and the page must not pass it (see docs/design.md).
+// from the position after. The events it is handed follow one another
+// with no gap (eventlog.Log.Read stops at one), so where the page ends is
+// where its reader resumes.
 type page struct {
 	limit, budget int
 	body          []byte
@@ -54,12 +53,9 @@ func newPage(limit, budget int, after syncevent.Position) *page {
 	return p
 }
 
-// add appends ev if it is the next event and the page has room for it, and
-// reports whether it did; the caller stops at the first event left out.
+// add appends ev if the page has room for it, and reports whether it did;
+// the caller stops at the first event left out.
 func (p *page) add(ev syncevent.Event) (bool, error) {
-	if !ev.Position.IsLegacy() && ev.Position.Seq != p.at.Seq+1 {
-		return false, nil // a gap: ev's predecessor is not visible yet
-	}
 	if p.count == p.limit {
 		p.full = true
 		return false, nil

@@ -61,10 +61,9 @@ func TestLargestConfigurableEventFitsAPage(t *testing.T) {
 	}
 }
 
-// A page never passes a gap in the sequence: an event whose predecessor is
-// not visible yet ends the page before it, and the cursor stays at the last
-// event with no gap, so the predecessor is read when it shows.
-func TestPageStopsAtAGap(t *testing.T) {
+// A page holds at most its count, and when it stops there with an event
+// waiting, more follow, from its cursor.
+func TestPageStopsAtItsCount(t *testing.T) {
 	ev := func(seq uint64) syncevent.Event {
 		return syncevent.Event{ID: uuid.NewString(), Type: "t", OccurredAt: "2026-12-02T14:03:00Z", Payload: []byte(`{}`), Position: syncevent.At(seq)}
 	}
@@ -78,10 +77,9 @@ func TestPageStopsAtAGap(t *testing.T) {
 		pageSize int
 	}{
 		{"no gap", 0, []uint64{1, 2, 3}, 3, 3, false, 10},
-		{"gap after two", 0, []uint64{1, 2, 4}, 2, 2, false, 10},
-		{"gap first", 0, []uint64{2, 3}, 0, 0, false, 10},
-		{"gap after a cursor", 5, []uint64{7}, 0, 5, false, 10},
-		{"full before the gap", 0, []uint64{1, 2, 4}, 1, 1, true, 1},
+		{"none", 4, nil, 0, 4, false, 10},
+		{"full", 0, []uint64{1, 2, 3}, 2, 2, true, 2},
+		{"full after a cursor", 5, []uint64{6, 7}, 1, 6, true, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

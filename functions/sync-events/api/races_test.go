@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/errcode"
+	"github.com/sync-events/sync-events/errcode"
 )
 
 // TestRaceOneKeyOneBody: 100 copies of one request at once, spread over 10

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -18,32 +18,25 @@ const (
 )
 
 // route is one row of the table: a method and a path pattern, and either
-// a read or a mutation. Every mutation goes through one envelope
-// (Handler.mutate): caller, key, content type, size, canonical body, the
-// exactly-once flow, the answer, the log and the metrics.
+// a read or a mutation. Every mutation goes through the one envelope of
+// package mutation: caller, key, content type, size, canonical body, the
+// exactly-once flow, the answer.
 type route struct {
 	method string
 	// pattern is the path: literal segments, or {name} for a path
-	// parameter, which the request then carries in params.
+	// parameter, which the request then carries in its PathParams. It is
+	// also the route recorded with a mutation's key.
 	pattern string
 	read    func(h *Handler, ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome)
-	mutate  mutation
+	mutate  eventMutation
 	// maxBody bounds a mutation's body; 0 is MAX_BODY_BYTES.
 	maxBody int
 }
 
-// mutation reads a mutation's accepted body (valid I-JSON, within the size
-// limit) into its plan, or refuses it with an errcode.Error.
-type mutation func(h *Handler, r *request, body []byte) (plan, error)
-
-// plan is what a mutation will do once the flow lets it run: its executor,
-// how to word the answer when business writes' conditions fail (it may
-// read what is stored to say so), and how many events it carries.
-type plan struct {
-	execute  idempotency.Executor[syncevent.Event]
-	rejected func(ctx context.Context, failed []int) error
-	events   int
-}
+// eventMutation reads a mutation's accepted body (valid I-JSON, within the
+// size limit) into its plan, and says how many events it carries (for the
+// metrics), or refuses it with an errcode.Error.
+type eventMutation func(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error)
 
 // routes is the table: what the API answers with anything but a refusal.
 // 404, 405 and Allow come from it, and so do Routes (held to the OpenAPI

@@ -6,9 +6,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
 
@@ -33,15 +37,29 @@ type Output struct {
 	Metrics *metrics.Writer
 }
 
+// envelope is how the API's mutations are put through package mutation:
+// the caller is the token's sub, within what DynamoDB can store, and every
+// write of the API names its own conflict (EVENT_ALREADY_EXISTS), so
+// CONFLICT is never answered.
+var envelope = mutation.Options{
+	User:     user,
+	Statuses: map[errcode.Code]int{errcode.Conflict: 0},
+}
+
 // Wire is the one place the handler is put together: the event log (the
-// events and ledger tables, committed together), the exactly-once flow
-// over it with its replay cache, on client (its calls counted for the
-// metrics). The Lambda, make run and every test use it.
+// events table, committed with the ledger's records), the exactly-once
+// flow over it with its replay cache, and the envelope every mutation goes
+// through, on client (its calls counted for the metrics). The Lambda, make
+// run and every test use it.
 func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	client = ddb.WithCallStats(client)
-	events := ddb.NewEvents(client, cfg.EventsTable)
-	log := ddb.NewEventLog(ddb.NewLedger(client, cfg.IdempotencyTable), events)
-	flow := idempotency.NewFlow(log, cfg.Retention)
-	flow.UseReplayCache(idempotency.NewReplayCache(cfg.ReplayCacheBytes))
-	return &Handler{flow: flow, events: events, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable))
+	flow := idempotency.NewFlow(events, idempotency.Options{
+		Retention: cfg.Retention,
+		Cache:     idempotency.NewReplayCache(cfg.ReplayCacheBytes),
+	})
+	opts := envelope
+	opts.MaxBodyBytes = cfg.MaxBodyBytes
+	runner := mutation.New(flow, opts)
+	return &Handler{mutations: runner, events: events, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }

@@ -17,10 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -90,14 +92,17 @@ func Start(t testing.TB) *Backend {
 	return &Backend{Client: client, Tables: tables, Transport: tr, Endpoint: endpoint, Name: name}
 }
 
+// Ledger is the store of the backend's ledger table.
+func (b *Backend) Ledger() *dynamodbstore.Store { return dynamodbstore.New(b.Client, b.Tables.Ledger) }
+
 // StoredEvents is every event in the events table, as stored.
 func (b *Backend) StoredEvents(t testing.TB) []syncevent.Event {
-	return readAll(t, ddb.NewEvents(b.Client, b.Tables.Events).All)
+	return readAll(t, eventlog.New(b.Client, b.Tables.Events, b.Ledger()).All)
 }
 
 // LedgerRecords is every record in the ledger table, as stored.
 func (b *Backend) LedgerRecords(t testing.TB) []idempotency.Record {
-	return readAll(t, ddb.NewLedger(b.Client, b.Tables.Ledger).All)
+	return readAll(t, b.Ledger().All)
 }
 
 func readAll[T any](t testing.TB, all func(context.Context) ([]T, error)) []T {

@@ -1,4 +1,4 @@
-package ddb_test
+package eventlog_test
 
 import (
 	"context"
@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -24,10 +23,10 @@ func BenchmarkCommitAtStoredEvents(b *testing.B) {
 	for _, stored := range []int{0, 5_000, 20_000} {
 		b.Run(fmt.Sprintf("stored=%d", stored), func(b *testing.B) {
 			be := ddbtest.Start(b)
-			ledger, events := ddb.NewLedger(be.Client, be.Tables.Ledger), ddb.NewEvents(be.Client, be.Tables.Events)
+			log := eventlog.New(be.Client, be.Tables.Events, be.Ledger())
 			commit := func(n int) error {
-				rec, writes := mutation(events, fmt.Sprintf("user-%02d", n%20))
-				return ledger.Commit(context.Background(), rec, writes, rec.CreatedAt)
+				rec, evs := mutation(fmt.Sprintf("user-%02d", n%20))
+				return log.Commit(context.Background(), rec, evs, rec.CreatedAt)
 			}
 			seed(b, stored, commit)
 			b.ResetTimer()
@@ -61,11 +60,11 @@ func seed(b *testing.B, n int, commit func(int) error) {
 }
 
 // mutation is what POST commits for a small event of user's.
-func mutation(events *ddb.Events, user string) (idempotency.Record, []types.TransactWriteItem) {
+func mutation(user string) (idempotency.Record, []syncevent.Event) {
 	now := time.Now().UTC()
 	ev := syncevent.Event{ID: uuid.NewString(), UserID: user, Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
 		Payload: []byte(`{"title":"Groceries"}`), ReceivedAt: now.Truncate(time.Millisecond)}
 	rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "0123456789abcdef", StatusCode: 201,
 		ResponseBody: ev.CreatedBody(), Method: "POST", Route: "/api/v1/sync/events", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	return rec, []types.TransactWriteItem{events.PutNew(ev)}
+	return rec, []syncevent.Event{ev}
 }

@@ -3,8 +3,9 @@ package idempotency
 import (
 	"strings"
 
-	"github.com/sync-events/sync-events/internal/canonuuid"
-	"github.com/sync-events/sync-events/internal/errcode"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/errcode"
 )
 
 // HeaderName is the request header that carries the idempotency key.
@@ -48,9 +49,28 @@ func ParseKey(values []string) (string, error) {
 		// what is inside the quotes is the key, or it is not a UUID.
 		v = v[1 : len(v)-1]
 	}
-	key, ok := canonuuid.Parse(v)
+	key, ok := ParseUUID(v)
 	if !ok {
 		return "", ErrKeyInvalid
 	}
 	return key, nil
+}
+
+// uuidTextLen is the length of the 8-4-4-4-12 text form of a UUID.
+const uuidTextLen = 36
+
+// ParseUUID is the one rule by which a key is read, offered to anything
+// else a client names by a UUID (an event's id, a note's): s must be
+// 8-4-4-4-12 hexadecimal digits, in either case, and comes back in
+// lowercase. Braces, "urn:uuid:" and hyphen-less forms, which
+// uuid.Parse would take, are refused, so one UUID has one spelling.
+func ParseUUID(s string) (string, bool) {
+	if len(s) != uuidTextLen {
+		return "", false
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return id.String(), true
 }

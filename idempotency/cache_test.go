@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/idempotency"
 )
 
 // environment is one Lambda execution environment: a flow with a replay
@@ -22,9 +22,10 @@ type environment struct {
 }
 
 func (f *fixture) environment(start time.Time) *environment {
-	e := &environment{flow: idempotency.NewFlow[types.TransactWriteItem](f.store, time.Hour), now: start}
-	e.flow.UseReplayCache(idempotency.NewReplayCache(1 << 20))
-	e.flow.SetClock(func() time.Time { return e.now })
+	e := &environment{now: start}
+	e.flow = idempotency.NewFlow(f.store, idempotency.Options{
+		Retention: time.Hour, Cache: idempotency.NewReplayCache(1 << 20), Now: func() time.Time { return e.now },
+	})
 	return e
 }
 
@@ -137,8 +138,7 @@ func TestReplayCacheHoldsOnlyCommittedOrReadRecords(t *testing.T) {
 	for _, err := range []error{errors.New("connection reset"), &idempotency.WriteConditionError{Indexes: []int{0}}, idempotency.ErrTooLarge} {
 		t.Run(err.Error(), func(t *testing.T) {
 			c := idempotency.NewReplayCache(1 << 20)
-			flow := idempotency.NewFlow[types.TransactWriteItem](failingStore{err}, time.Hour)
-			flow.UseReplayCache(c)
+			flow := idempotency.NewFlow[types.TransactWriteItem](failingStore{err}, idempotency.Options{Retention: time.Hour, Cache: c})
 			exec := func(context.Context, time.Time) (idempotency.Execution[types.TransactWriteItem], error) {
 				return idempotency.Execution[types.TransactWriteItem]{Response: idempotency.Response{StatusCode: 201, Body: []byte(`{}`)}}, nil
 			}
@@ -179,8 +179,7 @@ func TestReplayCacheStaysUnderItsBound(t *testing.T) {
 	}
 	before := heap()
 	c := idempotency.NewReplayCache(bound)
-	flow := idempotency.NewFlow[types.TransactWriteItem](committingStore{}, time.Hour)
-	flow.UseReplayCache(c)
+	flow := idempotency.NewFlow[types.TransactWriteItem](committingStore{}, idempotency.Options{Retention: time.Hour, Cache: c})
 	body := []byte(`{"id":"4d7c8f0e-3f1b-4c44-9d6e-1f2a3b4c5d6e","type":"note.created","occurredAt":"2026-12-02T14:03:00Z","receivedAt":"2026-12-02T14:03:01.000Z"}`)
 	exec := func(context.Context, time.Time) (idempotency.Execution[types.TransactWriteItem], error) {
 		return idempotency.Execution[types.TransactWriteItem]{Response: idempotency.Response{StatusCode: 201, Body: body}}, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sync-events/sync-events/errcode"
 )
 
 // Record is one entry of the idempotency ledger: the answer given to the
@@ -22,13 +24,21 @@ type Record struct {
 }
 
 // Store is what the flow needs from the database, for business writes of
-// type W. Package ddb implements it on DynamoDB.
+// type W. Package dynamodbstore implements it on DynamoDB, for writes of
+// any item of any table.
 type Store[W any] interface {
 	// Commit writes rec and writes in one all-or-nothing transaction. rec is
 	// written only if no live record exists for (rec.UserID, rec.Key): one
 	// whose ExpiresAt is before now counts as gone, because TTL deletes late.
-	// Errors are a *KeyExistsError, a *WriteConditionError,
-	// ErrTransactionConflict, ErrTooLarge, or an infrastructure failure.
+	//
+	// Its errors say what happened, so that the flow and whoever answers
+	// the client can act on them without knowing the database: a
+	// *KeyExistsError, an error matching *WriteConditionError, an error
+	// wrapping ErrTransactionConflict or ErrTooLarge, or, for an
+	// infrastructure failure that a later identical request can get past
+	// (throttling, a timeout, a server or network error), an
+	// *errcode.Error with code errcode.ServiceUnavailable. Any other error
+	// is a bug or a misconfiguration.
 	Commit(ctx context.Context, rec Record, writes []W, now time.Time) error
 	// Get reads a record with strong consistency; found is false if absent.
 	Get(ctx context.Context, userID, key string) (rec Record, found bool, err error)
@@ -59,5 +69,7 @@ func (e *WriteConditionError) Error() string {
 var ErrTransactionConflict = errors.New("transaction conflict")
 
 // ErrTooLarge reports a mutation over the store's transaction limits (on
-// DynamoDB: 100 actions, 4 MB in all, 400 KB an item). Nothing was sent.
-var ErrTooLarge = errors.New("mutation exceeds DynamoDB transaction limits")
+// DynamoDB: 100 actions, 4 MB in all, 400 KB an item). Nothing was sent,
+// and sending it again cannot help. A store wraps it with the limit that
+// was passed, for the logs.
+var ErrTooLarge = &errcode.Error{Code: errcode.PayloadTooLarge, Message: "The mutation exceeds the store's transaction limits; nothing was stored"}

@@ -1,9 +1,12 @@
-// Package errcode owns the error codes a client of the API can branch on
-// and the error value that carries one: a code, a sentence for the client
-// and optional details, kept apart from the Go error text the logs read.
-// Any package can return one; package api alone decides the HTTP status and
-// the wording of failures no package words itself (benbjohnson/wtf's
-// ErrorCode is the model). It knows no HTTP and no storage.
+// Package errcode is the error a client of an API is told about: a code it
+// can branch on, a sentence for a person, and details in one of a closed
+// set of shapes, kept apart from the Go error text that logs read
+// (benbjohnson/wtf's coded errors are the model).
+//
+// It owns the codes of sync-events' APIs and the shapes of their details.
+// It knows no HTTP and no storage: package mutation decides which status a
+// code answers with, and a store or a handler decides which code a failure
+// is. Codes are strings, so an application adds its own next to these.
 package errcode
 
 import (
@@ -11,7 +14,7 @@ import (
 	"fmt"
 )
 
-// Code is an error code of the API: the closed list below.
+// Code is an error code a client can branch on.
 type Code string
 
 // Codes for a request refused as sent: fix it before sending it again.
@@ -31,7 +34,11 @@ const (
 
 // Codes for a request that conflicts with what is stored.
 const (
-	KeyReused          Code = "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"
+	// KeyReused: the seed's 409 for a known key with another request.
+	KeyReused Code = "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"
+	// Conflict: a condition of the mutation's writes failed, where the
+	// mutation did not say more precisely why.
+	Conflict           Code = "CONFLICT"
 	EventAlreadyExists Code = "EVENT_ALREADY_EXISTS"
 	StorageFull        Code = "USER_STORAGE_FULL"
 )
@@ -45,10 +52,15 @@ const (
 // Error is a failure the client is told about: Code to branch on, Message
 // to read, Details to point at what was wrong. Err, if set, is the cause,
 // for the logs only.
+//
+// A Message may be left empty where the sentence depends on the request
+// rather than on the failure (a store's "temporarily unavailable" reads
+// differently for a mutation, which the client retries with its key, and
+// for a read): whoever answers words it from the code.
 type Error struct {
 	Code    Code
 	Message string
-	Details any
+	Details Details
 	Err     error
 }
 
@@ -56,9 +68,13 @@ type Error struct {
 func New(code Code, message string) *Error { return &Error{Code: code, Message: message} }
 
 // Invalid is a VALIDATION_FAILED error with details.
-func Invalid(message string, details any) *Error {
+func Invalid(message string, details Details) *Error {
 	return &Error{Code: ValidationFailed, Message: message, Details: details}
 }
+
+// Wrap is err classified as code, with no message of its own: for a
+// failure whose sentence its answerer words.
+func Wrap(code Code, err error) *Error { return &Error{Code: code, Err: err} }
 
 // Error is the text for logs: the code and the cause where there is one.
 func (e *Error) Error() string {
@@ -75,4 +91,12 @@ func Of(err error) (*Error, bool) {
 	var e *Error
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// CodeOf is the code of the *Error in err's chain, or "" if there is none.
+func CodeOf(err error) Code {
+	if e, ok := Of(err); ok {
+		return e.Code
+	}
+	return ""
 }

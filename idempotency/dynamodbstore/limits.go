@@ -1,30 +1,51 @@
-package ddb
+package dynamodbstore
 
 import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sync-events/sync-events/internal/idempotency"
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
 )
 
-// DynamoDB's limits on key attributes: it refuses a longer partition or
-// sort key value (in bytes of UTF-8) outright.
+// DynamoDB's limits on key attributes, in bytes of UTF-8: the ledger's
+// partition key is the user id, its sort key the idempotency key.
 const (
 	MaxPartitionKeyBytes = 2048
 	MaxSortKeyBytes      = 1024
 )
 
-// DynamoDB's TransactWriteItems limits.
+// Refusals of a record whose keys DynamoDB cannot store, before anything
+// is sent: an Options.User or Options.Key of the application's own may
+// produce one.
+var (
+	errUserIDTooLong = errcode.New(errcode.CallerIDUnsupported, fmt.Sprintf("The caller's user id is longer than the %d bytes DynamoDB can store", MaxPartitionKeyBytes))
+	errKeyTooLong    = errcode.Invalid(fmt.Sprintf("The idempotency key is longer than the %d bytes DynamoDB can store", MaxSortKeyBytes), errcode.Field{Field: "Idempotency-Key"})
+)
+
+// checkKeys refuses a record DynamoDB could not store under its keys.
+func checkKeys(rec idempotency.Record) error {
+	switch {
+	case len(rec.UserID) > MaxPartitionKeyBytes:
+		return errUserIDTooLong
+	case len(rec.Key) > MaxSortKeyBytes:
+		return errKeyTooLong
+	}
+	return nil
+}
+
+// DynamoDB's TransactWriteItems limits. One action of every Commit is the
+// record, so a mutation has MaxTransactionActions-1 writes at most.
 const (
 	MaxTransactionActions = 100
 	MaxTransactionBytes   = 4 << 20
 	MaxItemBytes          = 400 << 10
 )
 
-// checkTransactionLimits refuses, before anything is sent, a transaction
-// DynamoDB would refuse anyway, so the error is clear and certain.
-func checkTransactionLimits(items []types.TransactWriteItem) error {
+// checkTransaction refuses, before anything is sent, a transaction DynamoDB
+// would refuse anyway, so the error is clear and certain.
+func checkTransaction(items []types.TransactWriteItem) error {
 	if len(items) > MaxTransactionActions {
 		return fmt.Errorf("%w: %d actions, the limit is %d", idempotency.ErrTooLarge, len(items), MaxTransactionActions)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sync-events/sync-events/errcode"
 )
 
 // Request is a mutation as the flow sees it: who sent it, under which key,
@@ -72,11 +74,29 @@ type Result struct {
 func (r Result) Replayed() bool { return r.Outcome == Replayed }
 
 // ErrBusy reports that concurrent requests with the same key kept the
-// transaction from committing; the client should retry.
-var ErrBusy = errors.New("concurrent requests with the same idempotency key; retry")
+// transaction from committing; the client should retry with the same key.
+var ErrBusy = &errcode.Error{Code: errcode.ServiceUnavailable, Message: "Another request with this Idempotency-Key is in progress; retry with the same key"}
+
+// DefaultRetention is how long a record answers retries unless Options say
+// otherwise: long enough for a device that was offline for days.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// Options tune a Flow; the zero value is a flow with DefaultRetention, no
+// replay cache and the system clock.
+type Options struct {
+	// Retention is how long a record answers retries of its key. After it
+	// the key is free again: a request with it runs as new.
+	Retention time.Duration
+	// Cache, if set, answers retries of keys this execution environment
+	// committed or read, from memory, with no call to the store.
+	Cache *ReplayCache
+	// Now is the clock; nil is time.Now. Tests use it to step over expiry.
+	Now func() time.Time
+}
 
 // Flow runs mutations whose business writes are of type W exactly once per
-// (user, key).
+// (user, key). It is safe for concurrent use; build one per execution
+// environment and share it, with its cache, across requests.
 type Flow[W any] struct {
 	store     Store[W]
 	cache     *ReplayCache
@@ -87,24 +107,25 @@ type Flow[W any] struct {
 	baseDelay, maxDelay time.Duration
 }
 
-// NewFlow returns a Flow keeping records for retention.
-func NewFlow[W any](store Store[W], retention time.Duration) *Flow[W] {
-	return &Flow[W]{
+// NewFlow returns a Flow over store.
+func NewFlow[W any](store Store[W], opts Options) *Flow[W] {
+	f := &Flow[W]{
 		store:     store,
-		retention: retention,
-		now:       time.Now,
+		cache:     opts.Cache,
+		retention: opts.Retention,
+		now:       opts.Now,
 		attempts:  6,
 		baseDelay: 10 * time.Millisecond,
 		maxDelay:  200 * time.Millisecond,
 	}
+	if f.retention <= 0 {
+		f.retention = DefaultRetention
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	return f
 }
-
-// UseReplayCache answers retries from c where it holds their record; nil
-// turns the cache off.
-func (f *Flow[W]) UseReplayCache(c *ReplayCache) { f.cache = c }
-
-// SetClock replaces the clock; tests use it to step over expiry.
-func (f *Flow[W]) SetClock(now func() time.Time) { f.now = now }
 
 // Do runs execute for req unless req.Key is known for req.UserID, in which
 // case it answers what was answered before (or KeyReused if the request

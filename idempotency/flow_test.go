@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/idempotency"
 )
 
 // fixture is a ledger on a real backend and an executor that writes one
@@ -27,14 +27,14 @@ import (
 type fixture struct {
 	b      *ddbtest.Backend
 	ledger *idempotency.Flow[types.TransactWriteItem]
-	store  *ddb.Ledger
+	store  *dynamodbstore.Store
 	runs   atomic.Int64
 }
 
 func newFixture(t *testing.T) *fixture {
 	b := ddbtest.Start(t)
-	store := ddb.NewLedger(b.Client, b.Tables.Ledger)
-	return &fixture{b: b, store: store, ledger: idempotency.NewFlow[types.TransactWriteItem](store, time.Hour)}
+	store := b.Ledger()
+	return &fixture{b: b, store: store, ledger: idempotency.NewFlow(store, idempotency.Options{Retention: time.Hour})}
 }
 
 // executor answers 201 with body and writes the marker item id.
@@ -136,8 +136,8 @@ func TestExpiredRecordIsReplacedBeforeTTLDeletesIt(t *testing.T) {
 	if _, err := f.ledger.Do(context.Background(), request("alice", key, `{"a":1}`), f.executor("e1", `{"v":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	f.ledger.SetClock(func() time.Time { return time.Now().Add(2 * time.Hour) })
-	res, err := f.ledger.Do(context.Background(), request("alice", key, `{"a":2}`), f.executor("e2", `{"v":2}`))
+	later := idempotency.NewFlow(f.store, idempotency.Options{Retention: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	res, err := later.Do(context.Background(), request("alice", key, `{"a":2}`), f.executor("e2", `{"v":2}`))
 	if err != nil || res.Outcome != idempotency.Executed || string(res.Body) != `{"v":2}` {
 		t.Fatalf("after expiry got %+v %s, %v; want a fresh execution", res, res.Body, err)
 	}
@@ -195,7 +195,7 @@ func TestEndlessConflictIsBusyAndRecordsNothing(t *testing.T) {
 func TestOverTransactionLimitsSendsNothing(t *testing.T) {
 	f := newFixture(t)
 	tooMany := func(context.Context, time.Time) (idempotency.Execution[types.TransactWriteItem], error) {
-		writes := make([]types.TransactWriteItem, ddb.MaxTransactionActions)
+		writes := make([]types.TransactWriteItem, dynamodbstore.MaxTransactionActions)
 		for i := range writes {
 			writes[i] = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(f.b.Tables.Events), Item: map[string]types.AttributeValue{
 				"user_id": &types.AttributeValueMemberS{Value: "u"}, "event_id": &types.AttributeValueMemberS{Value: fmt.Sprint(i)},
@@ -207,7 +207,7 @@ func TestOverTransactionLimitsSendsNothing(t *testing.T) {
 		return idempotency.Execution[types.TransactWriteItem]{Response: idempotency.Response{StatusCode: 201}, Writes: []types.TransactWriteItem{{Put: &types.Put{
 			TableName: aws.String(f.b.Tables.Events), Item: map[string]types.AttributeValue{
 				"user_id": &types.AttributeValueMemberS{Value: "u"}, "event_id": &types.AttributeValueMemberS{Value: "x"},
-				"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", ddb.MaxItemBytes)},
+				"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", dynamodbstore.MaxItemBytes)},
 			}}}}}, nil
 	}
 	for name, exec := range map[string]idempotency.Executor[types.TransactWriteItem]{"101 actions": tooMany, "item over 400 KB": bigItem} {

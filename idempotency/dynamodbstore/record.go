@@ -1,0 +1,85 @@
+package dynamodbstore
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/idempotency"
+)
+
+// createdAtLayout is created_at as the seed stores it: ISO 8601 UTC with
+// milliseconds.
+const createdAtLayout = "2006-01-02T15:04:05.000Z"
+
+// recordItem is a record as the ledger table holds it.
+type recordItem struct {
+	UserID       string `dynamodbav:"user_id"`
+	Key          string `dynamodbav:"key"`
+	PayloadHash  string `dynamodbav:"payload_hash"`
+	StatusCode   int    `dynamodbav:"status_code"`
+	ResponseBody string `dynamodbav:"response_body"`
+	CreatedAt    string `dynamodbav:"created_at"`
+	Method       string `dynamodbav:"method"`
+	Route        string `dynamodbav:"route"`
+	ExpiresAt    int64  `dynamodbav:"expires_at"`
+}
+
+func encodeRecord(rec idempotency.Record) map[string]types.AttributeValue {
+	item, err := attributevalue.MarshalMap(recordItem{
+		UserID: rec.UserID, Key: rec.Key, PayloadHash: rec.PayloadHash,
+		StatusCode: rec.StatusCode, ResponseBody: string(rec.ResponseBody),
+		CreatedAt: rec.CreatedAt.UTC().Format(createdAtLayout),
+		Method:    rec.Method, Route: rec.Route, ExpiresAt: rec.ExpiresAt.Unix(),
+	})
+	if err != nil {
+		panic(err) // strings and integers always marshal
+	}
+	return item
+}
+
+// errBadRecord reports a ledger item this package did not write.
+var errBadRecord = errors.New("malformed idempotency record")
+
+// decodeRecord reads a record, refusing an item that lacks any of its
+// attributes or holds one of another type: such an item was not written
+// here, and answering a retry from it would be a guess.
+func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, error) {
+	for name, number := range recordAttributes {
+		switch item[name].(type) {
+		case *types.AttributeValueMemberS:
+			if !number {
+				continue
+			}
+		case *types.AttributeValueMemberN:
+			if number {
+				continue
+			}
+		}
+		return idempotency.Record{}, fmt.Errorf("%w: %s is missing or of another type", errBadRecord, name)
+	}
+	var r recordItem
+	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
+		return idempotency.Record{}, fmt.Errorf("%w: %w", errBadRecord, err)
+	}
+	created, err := time.Parse(createdAtLayout, r.CreatedAt)
+	if err != nil {
+		return idempotency.Record{}, fmt.Errorf("%w: created_at: %w", errBadRecord, err)
+	}
+	return idempotency.Record{
+		UserID: r.UserID, Key: r.Key, PayloadHash: r.PayloadHash,
+		StatusCode: r.StatusCode, ResponseBody: []byte(r.ResponseBody),
+		Method: r.Method, Route: r.Route, CreatedAt: created, ExpiresAt: time.Unix(r.ExpiresAt, 0).UTC(),
+	}, nil
+}
+
+// recordAttributes are the attributes every record has: true for a number,
+// false for a string. attributevalue would read a number into a string
+// field; a record this package wrote never has one there.
+var recordAttributes = map[string]bool{
+	"user_id": false, "key": false, "payload_hash": false, "status_code": true, "response_body": false,
+	"created_at": false, "method": false, "route": false, "expires_at": true,
+}

@@ -1,0 +1,188 @@
+package dynamodbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/idempotency"
+)
+
+// Store is the ledger table called Table, reached with a DynamoDB client.
+// It implements idempotency.Store for writes of any table.
+type Store struct {
+	client *dynamodb.Client
+	table  string
+}
+
+var _ idempotency.Store[types.TransactWriteItem] = (*Store)(nil)
+
+// New returns the Store of the ledger table called table.
+func New(client *dynamodb.Client, table string) *Store {
+	return &Store{client: client, table: table}
+}
+
+// ledgerCondition lets the record's Put through if no record exists or the
+// one there has expired but TTL has not deleted it yet ("key" is a
+// reserved word).
+const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
+
+// Commit writes rec and writes in one TransactWriteItems, the record
+// first: on a backend that reports only the first failed condition, a
+// known key must be recognised as such before any business condition.
+// Before anything is sent, the transaction is held to DynamoDB's limits
+// (100 actions, 4 MB, 400 KB an item): past them the error wraps
+// idempotency.ErrTooLarge; a user id or key longer than DynamoDB's key
+// limits is refused with errcode.CallerIDUnsupported or
+// errcode.ValidationFailed. A failed business condition is a
+// *ConditionFailedError whose indexes are into writes.
+func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
+	if err := checkKeys(rec); err != nil {
+		return err
+	}
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName:                           aws.String(s.table),
+		Item:                                encodeRecord(rec),
+		ConditionExpression:                 aws.String(ledgerCondition),
+		ExpressionAttributeNames:            map[string]string{"#k": SortKey, "#exp": TTLAttribute},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": epoch(now)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	items = append(items, writes...)
+	if err := checkTransaction(items); err != nil {
+		return err
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil
+	}
+	return classifyCommit(err)
+}
+
+// ConditionFailedError reports the business writes whose conditions
+// failed, so that the transaction wrote nothing. It matches
+// *idempotency.WriteConditionError with errors.As.
+type ConditionFailedError struct {
+	// Indexes are into the writes handed to Commit. DynamoDB reports every
+	// write whose condition failed; some other implementations only the
+	// first.
+	Indexes []int
+	// Items holds, for each of Indexes, the item as it stood, where the
+	// write asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD) and
+	// the backend returned it; nil otherwise.
+	Items []map[string]types.AttributeValue
+}
+
+func (e *ConditionFailedError) Error() string {
+	return fmt.Sprintf("conditions of writes %v failed", e.Indexes)
+}
+
+// As lets errors.As find the *idempotency.WriteConditionError it is.
+func (e *ConditionFailedError) As(target any) bool {
+	t, ok := target.(**idempotency.WriteConditionError)
+	if ok {
+		*t = &idempotency.WriteConditionError{Indexes: e.Indexes}
+	}
+	return ok
+}
+
+// classifyCommit maps a failed TransactWriteItems to the errors package
+// idempotency defines.
+func classifyCommit(err error) error {
+	var cancelled *types.TransactionCanceledException
+	if !errors.As(err, &cancelled) {
+		return Classify(err)
+	}
+	reasons := cancelled.CancellationReasons
+	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
+		return &idempotency.KeyExistsError{Existing: existingRecord(reasons[0].Item)}
+	}
+	// The record is item 0, so business write i is item i+1.
+	var failed ConditionFailedError
+	for i, r := range reasons {
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			failed.Indexes = append(failed.Indexes, i-1)
+			failed.Items = append(failed.Items, r.Item)
+		}
+	}
+	if failed.Indexes != nil {
+		return &failed
+	}
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return fmt.Errorf("%w: %w", idempotency.ErrTransactionConflict, err)
+		}
+	}
+	return Classify(err)
+}
+
+// existingRecord decodes the item DynamoDB returned with a failed condition,
+// or nil if the backend returned none (or one not worth trusting).
+func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
+	if len(item) == 0 {
+		return nil
+	}
+	rec, err := decodeRecord(item)
+	if err != nil {
+		return nil
+	}
+	return &rec
+}
+
+// Get reads a record with strong consistency: it may have been written a
+// moment ago by a concurrent request.
+func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            map[string]types.AttributeValue{PartitionKey: str(userID), SortKey: str(key)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return idempotency.Record{}, false, Classify(fmt.Errorf("read idempotency record: %w", err))
+	}
+	if len(out.Item) == 0 {
+		return idempotency.Record{}, false, nil
+	}
+	rec, err := decodeRecord(out.Item)
+	if err != nil {
+		return idempotency.Record{}, false, err
+	}
+	return rec, true, nil
+}
+
+// All reads every record of the table with strong consistency: for tests
+// and operators, never a request's path.
+func (s *Store) All(ctx context.Context) ([]idempotency.Record, error) {
+	var out []idempotency.Record
+	in := &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true)}
+	for {
+		page, err := s.client.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", s.table, err)
+		}
+		for _, item := range page.Items {
+			rec, err := decodeRecord(item)
+			if err != nil {
+				return nil, fmt.Errorf("scan %s: %w", s.table, err)
+			}
+			out = append(out, rec)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+func str(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+func epoch(t time.Time) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
+}

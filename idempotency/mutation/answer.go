@@ -1,0 +1,114 @@
+package mutation
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/sync-events/sync-events/errcode"
+)
+
+// DefaultStatuses is the status each of package errcode's codes answers
+// with. Options.Statuses adds an application's own codes, or changes
+// these.
+func DefaultStatuses() map[errcode.Code]int {
+	return map[errcode.Code]int{
+		errcode.ValidationFailed:     http.StatusBadRequest,
+		errcode.Unauthorized:         http.StatusUnauthorized,
+		errcode.CallerIDUnsupported:  http.StatusForbidden,
+		errcode.NotFound:             http.StatusNotFound,
+		errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
+		errcode.KeyReused:            http.StatusConflict,
+		errcode.Conflict:             http.StatusConflict,
+		errcode.EventAlreadyExists:   http.StatusConflict,
+		errcode.StorageFull:          http.StatusConflict,
+		errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
+		errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+		errcode.ServiceUnavailable:   http.StatusServiceUnavailable,
+		errcode.Internal:             http.StatusInternalServerError,
+	}
+}
+
+// RetryAfterSeconds is the Retry-After of every 503.
+const RetryAfterSeconds = 1
+
+// Sentences for failures no one worded, by whether the request was a
+// mutation, which the client retries with its key, or a read.
+var (
+	unavailableMutation = "Service temporarily unavailable; nothing was stored, retry with the same Idempotency-Key"
+	unavailableRead     = "Service temporarily unavailable; retry the request"
+	internalMutation    = "Internal error; nothing was stored, retry with the same Idempotency-Key"
+	internalRead        = "Internal error; retry the request"
+)
+
+// answers turns errors into a client's answers, by a table of statuses.
+type answers struct{ statuses map[errcode.Code]int }
+
+func newAnswers(extra map[errcode.Code]int) answers {
+	s := DefaultStatuses()
+	for code, status := range extra {
+		if status == 0 {
+			delete(s, code)
+		} else {
+			s[code] = status
+		}
+	}
+	return answers{statuses: s}
+}
+
+// codes is every code the table answers, sorted.
+func (a answers) codes() []errcode.Code { return slices.Sorted(maps.Keys(a.statuses)) }
+
+// answerBody is an error's JSON.
+type answerBody struct {
+	Code    errcode.Code    `json:"error"`
+	Message string          `json:"message"`
+	Details errcode.Details `json:"details,omitempty"`
+}
+
+// answer is err as the client gets it. An *errcode.Error in err's chain is
+// answered by its code, with its message, or the code's own sentence where
+// it has none; any other error is a 500. A 503 says when to retry.
+func (a answers) answer(err error, mutation bool) (Response, *errcode.Error) {
+	e, ok := errcode.Of(err)
+	if !ok {
+		e = errcode.Wrap(errcode.Internal, err)
+	}
+	status, ok := a.statuses[e.Code]
+	if !ok {
+		// A code no table has is a bug of the application's: answer it as
+		// one, rather than with a status nobody chose.
+		e, status = errcode.Wrap(errcode.Internal, err), http.StatusInternalServerError
+	}
+	body := answerBody{Code: e.Code, Message: e.Message, Details: e.Details}
+	if body.Message == "" {
+		body.Message = sentence(e.Code, mutation)
+	}
+	b, mErr := json.Marshal(body)
+	if mErr != nil { // details are plain values; this cannot happen
+		b = []byte(`{"error":"INTERNAL","message":"Internal error"}`)
+	}
+	resp := jsonResponse(status, b)
+	if status == http.StatusServiceUnavailable {
+		resp.Header.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	}
+	return resp, e
+}
+
+// sentence words a code that came with no message.
+func sentence(code errcode.Code, mutation bool) string {
+	switch {
+	case code == errcode.ServiceUnavailable && mutation:
+		return unavailableMutation
+	case code == errcode.ServiceUnavailable:
+		return unavailableRead
+	case code == errcode.Internal && mutation:
+		return internalMutation
+	case code == errcode.Internal:
+		return internalRead
+	}
+	return "The request was refused: " + string(code)
+}

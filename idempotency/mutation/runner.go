@@ -1,0 +1,274 @@
+package mutation
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+)
+
+// A Mutation reads an accepted request (its caller, key and valid JSON
+// body are in r) into the Plan the flow will run, or refuses it with an
+// *errcode.Error; a refused request runs nothing and records nothing. It
+// must not write: its writes are the Plan's, committed with the key's
+// record.
+type Mutation[W any] func(ctx context.Context, r *Request) (Plan[W], error)
+
+// Plan is what a mutation does once the flow lets it run.
+type Plan[W any] struct {
+	// Execute decides the answer and the writes; see idempotency.Executor.
+	Execute idempotency.Executor[W]
+	// Rejected says why, when the conditions of the writes at the indexes
+	// failed (nothing was written or recorded, so the key stays free): an
+	// *errcode.Error, worded from what it reads of the stored state if it
+	// needs to. Nil answers 409 CONFLICT.
+	Rejected func(ctx context.Context, failed []int) error
+}
+
+// Options configure a Runner. The zero value is the seed API's envelope.
+type Options struct {
+	// Methods are the methods that need a key, and run exactly once; an
+	// adapter hands any other to the handler it was given for them.
+	// Nil is POST, PUT, PATCH and DELETE.
+	Methods []string
+	// User is the caller, from the verified request; nil is Subject (the
+	// token's sub claim). Its error, an *errcode.Error, is answered as is.
+	User func(r *Request) (string, error)
+	// Key is the idempotency key; nil is HeaderKey (the Idempotency-Key
+	// header, a UUID). A Key of one's own can read another part of the
+	// request, or put a prefix before the key to keep apart the records of
+	// services that share a ledger table.
+	Key func(r *Request) (string, error)
+	// Payload is the JSON a retry must repeat, of which the record keeps
+	// the RFC 8785 fingerprint; nil is the whole body. A Payload of one's
+	// own can leave out what a client may change between retries (a
+	// timestamp of its own sending, say). Its error is answered as is.
+	Payload func(r *Request) ([]byte, error)
+	// MaxBodyBytes bounds a body as sent (after base64 decoding); 0 is
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int
+	// Statuses gives the status of the application's own error codes, and
+	// may change those of DefaultStatuses; a status of 0 takes out a code
+	// the application never answers, so that Codes lists exactly what its
+	// contract must.
+	Statuses map[errcode.Code]int
+	// OnReplay, if set, may change a stored answer before it goes out
+	// again (it already carries Idempotent-Replayed: true).
+	OnReplay func(r *Request, resp *Response)
+	// Report, if set, is told what each request came to: for a log line
+	// or a metric.
+	Report func(ctx context.Context, r *Request, rep Report)
+}
+
+// DefaultMaxBodyBytes is the body limit when Options set none.
+const DefaultMaxBodyBytes = 256 << 10
+
+// ReplayedHeader marks an answer that a retry got from the record.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// Runner is the envelope: one per execution environment, over one flow.
+type Runner[W any] struct {
+	flow    *idempotency.Flow[W]
+	o       Options
+	answers answers
+}
+
+// New returns a Runner of the mutations of flow.
+func New[W any](flow *idempotency.Flow[W], o Options) *Runner[W] {
+	if o.Methods == nil {
+		o.Methods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+	}
+	if o.User == nil {
+		o.User = Subject
+	}
+	if o.Key == nil {
+		o.Key = HeaderKey
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return &Runner[W]{flow: flow, o: o, answers: newAnswers(o.Statuses)}
+}
+
+// NeedsKey reports whether requests with method run through the envelope.
+func (m *Runner[W]) NeedsKey(method string) bool { return slices.Contains(m.o.Methods, method) }
+
+// Report is what a request came to, for logs and metrics. It holds no
+// body, no user id and no whole key.
+type Report struct {
+	// Outcome is the flow's, or Refused (refused before the flow ran), or
+	// Failed (the service failed).
+	Outcome idempotency.Outcome
+	// Code is the error code answered, if any.
+	Code errcode.Code
+	// KeyPrefix is the key's first 8 characters: enough to follow a
+	// client's retries in the logs, not enough to replay them.
+	KeyPrefix string
+	// FromCache: the answer came from the replay cache, with no call.
+	FromCache bool
+	// ConflictRetries is how many times the transaction was tried again
+	// after a conflict.
+	ConflictRetries int
+	// Err is the failure behind an answer that has a cause beyond the
+	// request itself (every 5xx, and a refusal that wraps a failure of the
+	// store, such as a full partition), for the logs.
+	Err error
+}
+
+// Outcomes of a request that the flow does not name.
+const (
+	Refused idempotency.Outcome = "refused" // refused as sent: nothing ran
+	Failed  idempotency.Outcome = "error"   // the service failed
+)
+
+// Run puts r through the envelope and mut, and answers. It never fails:
+// every failure is an answer the client can act on.
+func (m *Runner[W]) Run(ctx context.Context, r *Request, mut Mutation[W]) (Response, Report) {
+	resp, rep := m.run(ctx, r, mut)
+	if m.o.Report != nil {
+		m.o.Report(ctx, r, rep)
+	}
+	return resp, rep
+}
+
+func (m *Runner[W]) run(ctx context.Context, r *Request, mut Mutation[W]) (Response, Report) {
+	req, plan, err := m.accept(ctx, r, mut)
+	if err != nil {
+		return m.fail(err, r, Report{})
+	}
+	res, err := m.flow.Do(ctx, req, plan.Execute)
+	rep := Report{Outcome: res.Outcome, FromCache: res.FromCache, ConflictRetries: res.ConflictRetries}
+	switch {
+	case err != nil:
+		return m.fail(err, r, rep)
+	case res.Outcome == idempotency.KeyReused:
+		return m.fail(ErrKeyReused, r, rep)
+	case res.Outcome == idempotency.WriteRejected:
+		return m.fail(m.rejected(ctx, plan, res.FailedWrites), r, rep)
+	}
+	resp := Response{StatusCode: res.StatusCode, Header: http.Header{"Content-Type": {"application/json"}}, Body: res.Body}
+	rep.KeyPrefix = keyPrefix(r.Key)
+	if res.Replayed() {
+		resp.Header.Set(ReplayedHeader, "true")
+		if m.o.OnReplay != nil {
+			m.o.OnReplay(r, &resp)
+		}
+	}
+	return resp, rep
+}
+
+// accept runs the checks before the flow, in the order a client fixes
+// them: who, which key, what kind of body, how large, valid JSON, then
+// the mutation's own reading of it.
+func (m *Runner[W]) accept(ctx context.Context, r *Request, mut Mutation[W]) (idempotency.Request, Plan[W], error) {
+	var err error
+	if r.User, err = m.o.User(r); err != nil {
+		return idempotency.Request{}, Plan[W]{}, err
+	}
+	if r.Key, err = m.o.Key(r); err != nil {
+		return idempotency.Request{}, Plan[W]{}, err
+	}
+	if err := checkContentType(r.Header); err != nil {
+		return idempotency.Request{}, Plan[W]{}, err
+	}
+	limit := m.o.MaxBodyBytes
+	if r.MaxBodyBytes > 0 {
+		limit = r.MaxBodyBytes
+	}
+	if r.Body, err = decodeBody(r.Body, r.BodyBase64, limit); err != nil {
+		return idempotency.Request{}, Plan[W]{}, err
+	}
+	r.BodyBase64 = false
+	canonical, err := canonicalJSON(r.Body)
+	if err != nil {
+		return idempotency.Request{}, Plan[W]{}, err
+	}
+	if m.o.Payload != nil {
+		if canonical, err = m.payload(r); err != nil {
+			return idempotency.Request{}, Plan[W]{}, err
+		}
+	}
+	plan, err := mut(ctx, r)
+	if err != nil {
+		return idempotency.Request{}, Plan[W]{}, err
+	}
+	return idempotency.Request{UserID: r.User, Key: r.Key, Method: r.Method, Route: r.Route, CanonicalBody: canonical}, plan, nil
+}
+
+// payload is the canonical form of what Options.Payload picks.
+func (m *Runner[W]) payload(r *Request) ([]byte, error) {
+	p, err := m.o.Payload(r)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalJSON(p)
+}
+
+// rejected is the answer to failed business conditions.
+func (m *Runner[W]) rejected(ctx context.Context, plan Plan[W], failed []int) error {
+	if plan.Rejected == nil {
+		return errConflict
+	}
+	return plan.Rejected(ctx, failed)
+}
+
+// fail answers err and reports it: a 5xx as the service's failure;
+// anything else as a refusal, unless the flow already named the outcome (a
+// reused key, a rejected write). Its cause goes to the logs where it has
+// one beyond the request (see Report.Err).
+func (m *Runner[W]) fail(err error, r *Request, rep Report) (Response, Report) {
+	resp, e := m.answers.answer(err, true)
+	rep.Code, rep.KeyPrefix = e.Code, keyPrefix(r.Key)
+	switch {
+	case resp.StatusCode >= http.StatusInternalServerError:
+		if rep.Outcome != idempotency.ConflictExhausted {
+			rep.Outcome = Failed
+		}
+	case rep.Outcome == "":
+		rep.Outcome = Refused
+	}
+	if resp.StatusCode >= http.StatusInternalServerError || e.Err != nil {
+		rep.Err = err
+	}
+	return resp, rep
+}
+
+// Answer is err as the client gets it: by its code's status, with the
+// code's sentence where err has none; any error without a code is a 500.
+// A router answers its 404s and 405s, and a read handler its failures,
+// with it, so that every answer of the API has one shape. mutation says
+// whether the request was one (its failures tell the client to retry
+// with the same key).
+func (m *Runner[W]) Answer(err error, mutation bool) Response {
+	resp, _ := m.answers.answer(err, mutation)
+	return resp
+}
+
+// Codes is every error code a Runner with these options answers with,
+// sorted: an API's contract lists exactly these.
+func (o Options) Codes() []errcode.Code { return newAnswers(o.Statuses).codes() }
+
+// Status is the status code answers with under these options, and false
+// for a code they do not have.
+func (o Options) Status(code errcode.Code) (int, bool) {
+	s, ok := newAnswers(o.Statuses).statuses[code]
+	return s, ok
+}
+
+func keyPrefix(key string) string {
+	if len(key) < 8 {
+		return ""
+	}
+	return key[:8]
+}
+
+// The envelope's own refusals.
+var (
+	// ErrKeyReused is the seed's 409 for a known key with another request.
+	ErrKeyReused = errcode.New(errcode.KeyReused, "Idempotency key already used with a different payload")
+	// ErrUnauthorized is Subject's refusal of a request with no sub.
+	ErrUnauthorized = errcode.New(errcode.Unauthorized, "Authentication required: no user id in the verified token claims")
+	errConflict     = errcode.New(errcode.Conflict, "The mutation conflicts with what is stored; nothing was stored")
+)

@@ -1,0 +1,18 @@
+// Package eventlog is the one door to the events table. It stores events
+// with their key's record in one transaction, each at the next position of
+// its user's commit order, and reads them back in that order, never past a
+// position not yet visible. It implements idempotency.Store for events, on
+// the ledger of package dynamodbstore.
+//
+// Each user has a head item holding the sequence number of their last
+// committed event. A commit of n events writes them at head+1 … head+n
+// and moves the head from head to head+n under the condition that it is
+// still at head, in the same transaction: sequence numbers are handed out
+// in commit order with no gaps, and no event can commit at or below one
+// already committed. No event can be written without moving the head, and
+// a read stops before the first position that does not follow the last
+// (docs/design.md has the whole argument).
+//
+// It owns the events table's definition (keys, index) and its items; it
+// knows nothing of HTTP, and what an event is is package syncevent's.
+package eventlog

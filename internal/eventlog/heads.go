@@ -1,0 +1,49 @@
+package eventlog
+
+import "sync"
+
+// maxHeadCacheBytes bounds the heads an environment remembers, counted as
+// each user id's bytes plus headEntryOverhead: about 1 MiB whatever the
+// length of the user ids (from 10,000 users of 2 KiB ids to 20,000 of 36
+// bytes), where a count alone let the longest ids take 32 MiB.
+const (
+	maxHeadCacheBytes = 1 << 20
+	headEntryOverhead = 64
+)
+
+// headCache is the last head an environment saw of each user. A wrong
+// entry costs one more call, never a wrong position: the head's condition
+// is what decides.
+type headCache struct {
+	mu       sync.Mutex
+	maxBytes int
+	bytes    int
+	heads    map[string]uint64
+}
+
+func newHeadCache(maxBytes int) *headCache {
+	return &headCache{maxBytes: maxBytes, heads: map[string]uint64{}}
+}
+
+func (c *headCache) get(user string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.heads[user]
+}
+
+func (c *headCache) put(user string, head uint64) {
+	size := len(user) + headEntryOverhead
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.heads[user]; !ok {
+		for other := range c.heads { // map order: arbitrary users go
+			if c.bytes+size <= c.maxBytes {
+				break
+			}
+			delete(c.heads, other)
+			c.bytes -= len(other) + headEntryOverhead
+		}
+		c.bytes += size
+	}
+	c.heads[user] = head
+}

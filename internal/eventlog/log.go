@@ -1,0 +1,168 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// Log is the events table called table, committed with the records of
+// ledger.
+type Log struct {
+	client *dynamodb.Client
+	table  string
+	ledger *dynamodbstore.Store
+	heads  *headCache
+}
+
+var _ idempotency.Store[syncevent.Event] = (*Log)(nil)
+
+// New returns the Log of the events table called table.
+func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store) *Log {
+	return &Log{client: client, table: table, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes)}
+}
+
+// maxHeadAttempts bounds the attempts of one Commit against a head other
+// writers keep moving; past it the commit reports a conflict, which the
+// flow retries after a backoff.
+const maxHeadAttempts = 8
+
+// ErrStorageFull is the answer when a user's events reach DynamoDB's item
+// collection limit.
+var ErrStorageFull = errcode.New(errcode.StorageFull,
+	"This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
+
+// Commit stores evs at the next positions of rec.UserID's commit order,
+// each conditioned on its id being new for its user, with rec. A failed
+// event condition is an *idempotency.WriteConditionError whose indexes
+// are into evs.
+//
+// The environment remembers the last head it saw of each user, so that
+// the common case (a user's writes reaching an environment that saw their
+// last one) is one call. When another environment moved the head
+// meanwhile, the failed condition returns the head item, and the commit
+// is made again at the real head: two calls (three where the backend
+// returns no item, and the head is read).
+func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
+	user, n := rec.UserID, uint64(len(evs))
+	head := l.heads.get(user)
+	for attempt := 1; ; attempt++ {
+		writes := make([]types.TransactWriteItem, 0, len(evs)+1)
+		for i, ev := range evs {
+			ev.Position = syncevent.At(head + uint64(i) + 1)
+			writes = append(writes, l.putNew(ev))
+		}
+		writes = append(writes, l.advanceHead(user, head, head+n))
+		err := l.ledger.Commit(ctx, rec, writes, now)
+		var failed *dynamodbstore.ConditionFailedError
+		if !errors.As(err, &failed) {
+			if err == nil {
+				l.heads.put(user, head+n)
+			}
+			return classify(err)
+		}
+		headItem, eventsFailed := splitHeadFailure(failed, len(evs))
+		if eventsFailed != nil {
+			return &idempotency.WriteConditionError{Indexes: eventsFailed}
+		}
+		if attempt == maxHeadAttempts {
+			return fmt.Errorf("%w: the head of the user's events kept moving", idempotency.ErrTransactionConflict)
+		}
+		if head, err = l.realHead(ctx, user, headItem); err != nil {
+			return err
+		}
+		l.heads.put(user, head)
+	}
+}
+
+// classify adds what the ledger's store cannot know: a full item
+// collection here is a user's events.
+func classify(err error) error {
+	if errors.Is(err, dynamodbstore.ErrItemCollectionFull) {
+		return &errcode.Error{Code: ErrStorageFull.Code, Message: ErrStorageFull.Message, Err: err}
+	}
+	return err
+}
+
+// putNew is the write that stores ev at ev.Position, conditioned on its id
+// being new for its user. Only Commit uses it, with the head's write.
+func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName:                aws.String(l.table),
+		Item:                     encodeEvent(ev),
+		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
+		ExpressionAttributeNames: map[string]string{"#id": attrEventID},
+	}}
+}
+
+// advanceHead is the write that moves userID's head from sequence number
+// from to to, conditioned on the head being at from (no head item at all
+// for 0), and returning the head item if it is not, so that the caller
+// learns the real head without another call.
+func (l *Log) advanceHead(userID string, from, to uint64) types.TransactWriteItem {
+	put := &types.Put{
+		TableName:                           aws.String(l.table),
+		Item:                                map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(headID), attrHeadSeq: num(to)},
+		ExpressionAttributeNames:            map[string]string{"#id": attrEventID},
+		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if from > 0 {
+		put.ExpressionAttributeNames = map[string]string{"#seq": attrHeadSeq}
+		put.ConditionExpression = aws.String("#seq = :from")
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": num(from)}
+	}
+	return types.TransactWriteItem{Put: put}
+}
+
+// splitHeadFailure separates the failed head (write headIndex; its item,
+// if the backend returned it) from failed events.
+func splitHeadFailure(f *dynamodbstore.ConditionFailedError, headIndex int) (headItem map[string]types.AttributeValue, events []int) {
+	for i, ix := range f.Indexes {
+		if ix == headIndex {
+			headItem = f.Items[i]
+		} else {
+			events = append(events, ix)
+		}
+	}
+	return headItem, events
+}
+
+// realHead is the head a failed condition returned, or, from a backend
+// that returns no item with a failed transactional condition, the head
+// read again.
+func (l *Log) realHead(ctx context.Context, user string, item map[string]types.AttributeValue) (uint64, error) {
+	if len(item) == 0 {
+		return l.Head(ctx, user)
+	}
+	return decodeHead(item)
+}
+
+// Get reads a ledger record.
+func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+	return l.ledger.Get(ctx, userID, key)
+}
+
+// Head reads userID's head with strong consistency: the sequence number of
+// the user's last committed event, 0 if none.
+func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
+	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(l.table),
+		Key:            map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(headID)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return 0, dynamodbstore.Classify(fmt.Errorf("read head: %w", err))
+	}
+	return decodeHead(out.Item)
+}

@@ -1,0 +1,161 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// Read yields userID's events in commit order from just after the
+// position after, and stops when the caller stops, the events run out,
+// or the next event does not follow the last one with no gap.
+//
+// The gap stop is what makes a pull safe: a Query is not a snapshot, and
+// DynamoDB documents that a transaction committing while one runs shows
+// in the part not read yet, so one Query can see position p+1 and not p
+// when p committed just before p+1 in a part already read. p is committed
+// by then (the head orders them), so a reader that stops before p+1 reads
+// both next time. Events from before sequence numbers (legacy positions)
+// have no such order and are read as they sort.
+//
+// It reads batch items per Query as the caller asks for more (a Query
+// returns fewer when DynamoDB's 1 MB cap cuts it short, and the next one
+// carries on from there), with strong consistency, so that an event a
+// client was just answered 201 for is there.
+func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error] {
+	// The user id comes from the caller, never the cursor: a cursor can
+	// only move within the caller's own events. Sort keys are unique per
+	// user, so "greater than" starts just after the position; from the
+	// start, every sort key is at least "0" (a legacy key starts with a
+	// year, a sequence key with "p"). A range on the sort key also keeps
+	// out the head, which has none, on a backend whose index is not sparse.
+	cond, bound := "#u = :u AND #rk > :after", after.SortKey()
+	if after.IsStart() {
+		cond, bound = "#u = :u AND #rk >= :after", "0"
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(l.table),
+		IndexName:                 aws.String(ByReceivedIndex),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#u": attrUserID, "#rk": attrReceivedKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": str(userID), ":after": str(bound)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(int32(batch)),
+	}
+	return func(yield func(syncevent.Event, error) bool) {
+		last := after
+		for {
+			out, err := l.client.Query(ctx, in)
+			if err != nil {
+				yield(syncevent.Event{}, dynamodbstore.Classify(fmt.Errorf("query events: %w", err)))
+				return
+			}
+			for _, item := range out.Items {
+				ev, err := decodeEvent(item)
+				if err != nil {
+					yield(syncevent.Event{}, err)
+					return
+				}
+				if !ev.Position.IsLegacy() && ev.Position.Seq != last.Seq+1 {
+					return // a gap: ev's predecessor is not visible yet
+				}
+				if !yield(ev, nil) {
+					return
+				}
+				last = ev.Position
+			}
+			if len(out.LastEvaluatedKey) == 0 {
+				return
+			}
+			in.ExclusiveStartKey = out.LastEvaluatedKey
+		}
+	}
+}
+
+// Stored returns those of ids that userID has stored, in the order given,
+// reading with strong consistency: at most 100 ids, one BatchGetItem, and
+// again, after a jittered backoff, for any keys it leaves unprocessed
+// (DynamoDB does under load, and asks for a backoff).
+func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string, error) {
+	keys := make([]map[string]types.AttributeValue, len(ids))
+	for i, id := range ids {
+		keys[i] = map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(id)}
+	}
+	found := map[string]bool{}
+	req := map[string]types.KeysAndAttributes{l.table: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
+		ExpressionAttributeNames: map[string]string{"#id": attrEventID}}}
+	for attempt := 0; len(req[l.table].Keys) > 0; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, unprocessedBackoff(attempt)); err != nil {
+				return nil, dynamodbstore.Classify(fmt.Errorf("read stored events: %w", err))
+			}
+		}
+		out, err := l.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return nil, dynamodbstore.Classify(fmt.Errorf("read stored events: %w", err))
+		}
+		for _, item := range out.Responses[l.table] {
+			if id, ok := item[attrEventID].(*types.AttributeValueMemberS); ok {
+				found[id.Value] = true
+			}
+		}
+		req = out.UnprocessedKeys
+	}
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !found[id] }), nil
+}
+
+// unprocessedBackoff is "full jitter" up to 25 ms doubled per attempt,
+// capped at 1 s: what AWS asks of a client given unprocessed keys.
+func unprocessedBackoff(attempt int) time.Duration {
+	ceiling := min(25*time.Millisecond<<attempt, time.Second)
+	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// All reads every event of every user, as stored, with strong
+// consistency: for tests and operators, never a request's path. Head
+// items are passed over.
+func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
+	var all []syncevent.Event
+	in := &dynamodb.ScanInput{TableName: aws.String(l.table), ConsistentRead: aws.Bool(true)}
+	for {
+		page, err := l.client.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", l.table, err)
+		}
+		for _, item := range page.Items {
+			if isHead(item) {
+				continue
+			}
+			ev, err := decodeEvent(item)
+			if err != nil {
+				return nil, fmt.Errorf("scan %s: %w", l.table, err)
+			}
+			all = append(all, ev)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return all, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
