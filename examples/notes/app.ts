@@ -1,4 +1,4 @@
-import { EventWriter, IndexedDBStorage, type ListedEvent, pullEvents, type QueueEntry, SyncQueue } from "@sync-events/client";
+import { EventWriter, IndexedDBStorage, type ListedEvent, pullEvents, type QueueEntry, SyncQueue, tokenSubject } from "@sync-events/client";
 
 /** What serve.mjs hands the page: the API and the bearer token to call it with. */
 interface Config {
@@ -14,14 +14,23 @@ interface Note {
 }
 
 const config: Config = await (await fetch("/config.json")).json();
-const storage = new IndexedDBStorage("notes-queue");
+// Everything this device keeps is the logged-in user's: the queue, and the
+// notes pulled. The page has no login (serve.mjs hands it one token); an
+// app with one makes these at login, for the user, and at logout stops
+// syncing and calls storage.clear() and removes the user's pulled notes,
+// so that nothing of theirs stays on a shared device.
+const user = tokenSubject(config.token);
+if (user === undefined) {
+  throw new Error("SYNC_EVENTS_TOKEN is no JWT with a sub: the queue could not tell whose it is");
+}
+const storage = new IndexedDBStorage({ user, name: "notes-queue" });
 const writer = new EventWriter(storage);
 const queue = new SyncQueue({ storage, baseUrl: config.apiUrl, getToken: () => config.token });
 
 // The notes this device has pulled, and where its next pull starts. An app
 // would keep them in IndexedDB with the cursor, in one transaction; a
 // localStorage value written at once is enough here.
-const PULLED = "notes-pulled";
+const PULLED = `notes-pulled:${user}`;
 function pulled(): { notes: Note[]; cursor?: string } {
   return JSON.parse(localStorage.getItem(PULLED) ?? '{"notes":[]}');
 }

@@ -3,17 +3,24 @@ import { attemptSignal } from "./signals.js";
 
 export type Fetch = typeof globalThis.fetch;
 
-/** What a request came to after its retries. */
-export type Outcome =
+/** What a request came to after its retries; R: the reasons build() may refuse for. */
+export type Outcome<R extends string = never> =
   | { kind: "answered"; response: Response; body: unknown; attempts: number }
-  | { kind: "stopped"; reason: StopReason; attempts: number; error?: string };
+  | { kind: "stopped"; reason: StopReason | R; attempts: number; error?: string };
+
+/** What build() gives instead of a request that must not be sent: the reason to stop, and why. */
+export interface Refusal<R extends string> {
+  refused: R;
+  error: string;
+}
 
 /**
  * Why a request was given up before an answer: the caller's signal; the
  * browser offline (navigator.onLine false); no answer at all, the browser
  * online, retrier.unreachableAfter times in a row (a wrong baseUrl, a
- * server down, a CORS refusal: a browser tells a script no more than that);
- * or retrier.maxAttempts spent.
+ * server down, a CORS refusal, a redirect: a browser tells a script no
+ * more than that), or at once for a redirect where the runtime says it was
+ * one (Node.js); or retrier.maxAttempts spent.
  */
 export type StopReason = "aborted" | "offline" | "unreachable" | "retries_exhausted";
 
@@ -33,9 +40,15 @@ const browserOnline = () => globalThis.navigator?.onLine !== false;
  * Sends the request build() makes until it is answered with anything but a
  * transient status, retrying network errors, timeouts, 429 and 5xx with
  * backoff, or until it must stop (see StopReason). build() is called per
- * attempt (a fresh token, the same body and the same key).
+ * attempt (a fresh token, the same body and the same key); a Refusal from
+ * it stops at once, with nothing sent on that attempt. A redirect is never
+ * followed: the request carries the user's token, which must reach no
+ * other server than baseUrl's.
  */
-export async function sendUntilAnswered(build: () => Promise<Request>, a: Attempt): Promise<Outcome> {
+export async function sendUntilAnswered<R extends string = never>(
+  build: () => Promise<Request | Refusal<R>>,
+  a: Attempt,
+): Promise<Outcome<R>> {
   const online = a.online ?? browserOnline;
   let unanswered = 0; // network errors in a row
   for (let attempt = 1; ; attempt++) {
@@ -49,7 +62,11 @@ export async function sendUntilAnswered(build: () => Promise<Request>, a: Attemp
     let why: string;
     const s = attemptSignal(a.signal, a.retrier.timeoutMs);
     try {
-      const response = await a.fetch(await build(), { signal: s.signal });
+      const request = await build();
+      if ("refused" in request) {
+        return stop(request.refused, attempt - 1, request.error);
+      }
+      const response = await a.fetch(request, { signal: s.signal, redirect: "error" });
       // The body is read under the same signal: an answer cut off halfway is
       // a failed attempt, like no answer.
       const text = await response.text();
@@ -62,6 +79,9 @@ export async function sendUntilAnswered(build: () => Promise<Request>, a: Attemp
     } catch (err) {
       if (a.signal?.aborted) {
         return stop("aborted", attempt);
+      }
+      if (isRedirect(err)) {
+        return stop("unreachable", attempt, "redirect refused: the API must answer at baseUrl itself");
       }
       why = s.timedOut() ? "timeout" : `network: ${(err as Error).message}`;
       if (!s.timedOut()) {
@@ -84,8 +104,18 @@ export async function sendUntilAnswered(build: () => Promise<Request>, a: Attemp
   }
 }
 
-function stop(reason: StopReason, attempts: number, error?: string): Outcome {
+function stop<R extends string>(reason: StopReason | R, attempts: number, error?: string): Outcome<R> {
   return error === undefined ? { kind: "stopped", reason, attempts } : { kind: "stopped", reason, attempts, error };
+}
+
+/**
+ * Whether fetch failed on a redirect it was told not to follow, where the
+ * runtime says so (Node.js's fetch: "unexpected redirect"). A browser
+ * rejects with the TypeError of any network error, which counts towards
+ * unreachable like one.
+ */
+function isRedirect(err: unknown): boolean {
+  return (err as { cause?: { message?: unknown } } | null)?.cause?.message === "unexpected redirect";
 }
 
 function parse(text: string): unknown {

@@ -1,4 +1,4 @@
-import type { QueueStorage } from "./storage.js";
+import { type QueueStorage, requireUser, type StorageOptions } from "./storage.js";
 import type { QueueEntry } from "./types.js";
 
 const STORE = "entries";
@@ -9,33 +9,56 @@ interface Row {
   entry: QueueEntry;
 }
 
+export interface IndexedDBStorageOptions extends StorageOptions {
+  /** The app's queue name (default "sync-events-queue"); the database is named for it and the user. */
+  name?: string;
+  /** The IndexedDB to use; the global one by default. */
+  factory?: IDBFactory;
+}
+
 /**
- * A QueueStorage in the browser's IndexedDB: entries survive a reload, and
- * every tab of the app sees the same queue. Rows are numbered as they are
- * added (an auto-increment primary key), so list() is in insertion order;
- * an index on the entry's key finds a row to update or remove.
+ * A QueueStorage in the browser's IndexedDB: the queue of one user, in a
+ * database of its own, whose entries survive a reload and which every tab
+ * of the app sees. Rows are numbered as they are added (an auto-increment
+ * primary key), so list() is in insertion order; an index on the entry's
+ * key finds a row to update or remove.
  */
 export class IndexedDBStorage implements QueueStorage {
-  readonly #db: Promise<IDBDatabase>;
+  readonly user: string;
+  /** The database's name: the queue's name, ":", and the user, URI-encoded (so the user part has no ":"). */
+  readonly database: string;
   /** The Web Lock of this queue's drains: one name per database. */
   readonly lockName: string;
+  readonly #factory: IDBFactory;
+  readonly #db: Promise<IDBDatabase>;
+  /** Why this connection is gone, once it is: clear(), here or in another tab. */
+  #gone: string | undefined;
 
-  /**
-   * @param name the database's name (one queue per name)
-   * @param factory the IndexedDB to use; the global one by default
-   */
-  constructor(name = "sync-events-queue", factory: IDBFactory = globalThis.indexedDB) {
+  constructor(options: IndexedDBStorageOptions) {
+    this.user = requireUser(options);
+    const factory = options.factory ?? globalThis.indexedDB;
     if (!factory) {
       throw new Error("no IndexedDB here: pass a factory, or use MemoryStorage");
     }
-    this.lockName = `sync-events-queue:${name}`;
+    this.#factory = factory;
+    this.database = `${options.name ?? "sync-events-queue"}:${encodeURIComponent(this.user)}`;
+    this.lockName = `sync-events-queue:${this.database}`;
     this.#db = new Promise((resolve, reject) => {
-      const open = factory.open(name, 1);
+      const open = factory.open(this.database, 1);
       open.onupgradeneeded = () => {
         const store = open.result.createObjectStore(STORE, { keyPath: "seq", autoIncrement: true });
         store.createIndex(BY_KEY, "entry.key", { unique: true });
       };
-      open.onsuccess = () => resolve(open.result);
+      open.onsuccess = () => {
+        const db = open.result;
+        // Another tab's clear() deletes the database: this connection gives
+        // way at once, or the deletion would wait for the tab to close.
+        db.onversionchange = () => {
+          this.#gone = "the queue's database was deleted by another tab (clear()): make a new IndexedDBStorage";
+          db.close();
+        };
+        resolve(db);
+      };
       open.onerror = () => reject(open.error);
     });
   }
@@ -84,13 +107,42 @@ export class IndexedDBStorage implements QueueStorage {
     });
   }
 
+  /**
+   * Removes every entry of the user and deletes the user's database, in
+   * every tab: what an app does at logout. The entries are gone when it
+   * resolves; the database is too, unless a connection that is not this
+   * class's holds it open, and then it goes when that closes. This storage
+   * is closed after it (as are the user's storages in other tabs): make a
+   * new one for the user's next login.
+   */
+  async clear(): Promise<void> {
+    await this.#run("readwrite", (store) => store.clear());
+    this.#gone = "the queue's database was deleted (clear()): make a new IndexedDBStorage";
+    (await this.#db).close();
+    await new Promise<void>((resolve, reject) => {
+      const deletion = this.#factory.deleteDatabase(this.database);
+      deletion.onsuccess = () => resolve();
+      deletion.onblocked = () => resolve();
+      deletion.onerror = () => reject(deletion.error);
+    });
+  }
+
   /** Closes the database: what a reload does to this tab's connection. */
   async close(): Promise<void> {
     (await this.#db).close();
   }
 
-  async #run<T>(mode: IDBTransactionMode, op: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
+  /** The open database, or why there is none any more. */
+  async #open(): Promise<IDBDatabase> {
     const db = await this.#db;
+    if (this.#gone !== undefined) {
+      throw new Error(this.#gone);
+    }
+    return db;
+  }
+
+  async #run<T>(mode: IDBTransactionMode, op: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
+    const db = await this.#open();
     return new Promise<T>((resolve, reject) => {
       const tx = db.transaction(STORE, mode);
       const req = op(tx.objectStore(STORE));
@@ -107,7 +159,7 @@ export class IndexedDBStorage implements QueueStorage {
    * the transaction and is what rejects.
    */
   async #atKeys(keys: string[], act: (store: IDBObjectStore, seqs: (IDBValidKey | undefined)[]) => Error | undefined): Promise<void> {
-    const db = await this.#db;
+    const db = await this.#open();
     return new Promise<void>((resolve, reject) => {
       const tx = db.transaction(STORE, "readwrite");
       const store = tx.objectStore(STORE);

@@ -1,14 +1,19 @@
 import { batchURL, eventsURL, type Fetch, type Outcome, type StopReason, sendUntilAnswered } from "./http.js";
 import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
+import { tokenSubject } from "./token.js";
 import type { ApiError, ErrorBody, QueueEntry } from "./types.js";
 import { uuidv4 } from "./uuid.js";
 
 export interface SyncQueueOptions {
+  /** The queue of one user: it is only ever sent with a token of that user (its `sub`). */
   storage: QueueStorage;
   /** Where the API is, e.g. https://abc.execute-api.eu-west-1.amazonaws.com */
   baseUrl: string;
-  /** The bearer token for the next request (asked for each attempt). */
+  /**
+   * The bearer token for the next request (asked for each attempt): a JWT
+   * whose `sub` must be the storage's user, or nothing is sent.
+   */
   getToken: () => string | Promise<string>;
   fetch?: Fetch;
   retry?: RetryOptions;
@@ -27,6 +32,12 @@ export interface SyncQueueOptions {
 export const MAX_BATCH_EVENTS = 98;
 export const MAX_BATCH_BYTES = 2 * 1024 * 1024;
 
+/** Why a drain ended with entries unanswered (see DrainReport.stopped). */
+export type QueueStopReason = "unauthorized" | UserRefusal | StopReason;
+
+/** The reasons a drain refuses to send a token: it is another user's, or says no user at all. */
+type UserRefusal = "wrong_user" | "unreadable_token";
+
 /** What a drain did. */
 export interface DrainReport {
   /** Entries the server stored on this send (201). */
@@ -44,16 +55,23 @@ export interface DrainReport {
    * pending entry was answered. Each leaves the unanswered entries queued,
    * with their keys, for the next drain:
    * - "unauthorized": a 401; refresh the token, then drain.
+   * - "wrong_user": the token's `sub` is not the storage's user: another
+   *   user is logged in. Nothing was sent with it; drain the queue of the
+   *   token's user (a storage made for it) instead.
+   * - "unreadable_token": the token is no JWT with a `sub` to check the
+   *   storage's user against, so nothing was sent with it.
    * - "offline": the browser says it is offline; drain on its "online" event.
    * - "unreachable": no answer at all, retry.unreachableAfter times in a row,
    *   while the browser says it is online. The server is down, baseUrl is
-   *   wrong, or the server does not allow this page's origin (CORS): a
-   *   browser shows a script all three as one network error, and the
+   *   wrong, the server does not allow this page's origin (CORS), or it
+   *   answered with a redirect (never followed, as the token must reach no
+   *   other server; Node.js tells it apart, and stops at the first): a
+   *   browser shows a script all four as one network error, and the
    *   console says which.
    * - "aborted": the signal.
    * - "retries_exhausted": retry.maxAttempts spent.
    */
-  stopped?: "unauthorized" | StopReason;
+  stopped?: QueueStopReason;
   /** With stopped: the last failure seen, e.g. "network: Failed to fetch" or "status 503". */
   error?: string;
 }
@@ -192,18 +210,31 @@ export class SyncQueue {
     return this.#settleBatch(group, outcome.response, outcome.body, report);
   }
 
-  #post(url: URL, key: string, body: string, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<Outcome> {
-    return sendUntilAnswered(
-      async () =>
-        new Request(url, {
+  /**
+   * Sends body to url under key until answered. Each attempt asks for the
+   * token afresh and checks it is for the storage's user before anything
+   * is sent: the token may have changed during a backoff (a logout, a
+   * login as someone else), and a queue of one user sent with another's
+   * token would be stored in the other's account for good.
+   */
+  #post(url: URL, key: string, body: string, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<Outcome<UserRefusal>> {
+    const user = this.#o.storage.user;
+    return sendUntilAnswered<UserRefusal>(
+      async () => {
+        const token = await this.#o.getToken();
+        const sub = tokenSubject(token);
+        if (sub === undefined) {
+          return { refused: "unreadable_token", error: "the token has no readable sub (not a JWT?): nothing is sent with it" };
+        }
+        if (sub !== user) {
+          return { refused: "wrong_user", error: "the token is another user's than the queue's: nothing is sent with it" };
+        }
+        return new Request(url, {
           method: "POST",
-          headers: {
-            authorization: `Bearer ${await this.#o.getToken()}`,
-            "content-type": "application/json",
-            "idempotency-key": key,
-          },
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": key },
           body,
-        }),
+        });
+      },
       { fetch: this.#fetch, retrier: r, signal, onRetry: () => report.retries++, online: this.#o.online },
     );
   }
@@ -296,7 +327,7 @@ export class SyncQueue {
 const encoder = new TextEncoder();
 
 /** The reason to stop on a request given up, with its last failure put in the report. */
-function stopReason(outcome: Extract<Outcome, { kind: "stopped" }>, report: DrainReport): StopReason {
+function stopReason(outcome: Extract<Outcome<UserRefusal>, { kind: "stopped" }>, report: DrainReport): QueueStopReason {
   if (outcome.error !== undefined) {
     report.error = outcome.error;
   }

@@ -1,15 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { SyncQueue } from "../src/queue.js";
-import { MemoryStorage } from "../src/storage.js";
 import type { NewEvent, QueueEntry } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry } from "./helpers.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, memory, TOKEN } from "./helpers.js";
 
 const BASE = "https://api.example.com";
 
 async function queueOf(n: number, payload: (i: number) => Record<string, unknown> = (i) => ({ i })) {
-  const storage = new MemoryStorage();
+  const storage = memory();
   const writer = new EventWriter(storage);
   const entries: QueueEntry[] = [];
   for (let i = 0; i < n; i++) {
@@ -55,7 +54,7 @@ describe("SyncQueue.drain, in batches", () => {
       stampedAtSend.push(queued.filter((e) => e.batch === key).length > 0);
       return api.fetch(input, init);
     };
-    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch, retry: instantRetry().retry }).drain();
+    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch, retry: instantRetry().retry }).drain();
     assert.deepEqual(report, { sent: 250, replayed: 0, conflicts: 0, rejected: 0, retries: 0 });
     assert.deepEqual(
       api.seen.map((s) => (JSON.parse(s.body).events as unknown[]).length),
@@ -75,7 +74,7 @@ describe("SyncQueue.drain, in batches", () => {
   it("bounds a batch by its bytes too", async () => {
     const { storage } = await queueOf(10, (i) => ({ i, s: "x".repeat(1000) }));
     const { api } = batchServer();
-    await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, batch: { maxBytes: 3500 } }).drain();
+    await new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch, batch: { maxBytes: 3500 } }).drain();
     const sizes = api.seen.map((s) => s.body.length);
     assert.ok(
       sizes.every((n) => n <= 3500),
@@ -87,7 +86,7 @@ describe("SyncQueue.drain, in batches", () => {
   it("sends a queue of one entry alone, under the entry's own key", async () => {
     const { storage, entries } = await queueOf(1);
     const { api } = batchServer();
-    await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch }).drain();
+    await new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch }).drain();
     assert.equal(api.seen.length, 1);
     assert.equal(api.seen[0]?.key, entries[0]?.key);
     assert.ok(!api.seen[0]?.body.startsWith('{"events"'));
@@ -103,7 +102,7 @@ describe("SyncQueue.drain, in batches", () => {
     const first = await new SyncQueue({
       storage,
       baseUrl: BASE,
-      getToken: () => "t",
+      getToken: () => TOKEN,
       fetch: hung.fetch,
       retry: instantRetry().retry,
     }).drain({
@@ -113,7 +112,7 @@ describe("SyncQueue.drain, in batches", () => {
     // More written meanwhile: not part of the batch in flight.
     await new EventWriter(storage).write("note.created", { late: true });
     const { api, stored } = batchServer();
-    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch }).drain();
+    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch }).drain();
     assert.equal(api.seen[0]?.key, hung.seen[0]?.key, "the same key");
     assert.equal(api.seen[0]?.body, hung.seen[0]?.body, "the very same batch, byte for byte");
     assert.equal(stored.length, 6);
@@ -126,7 +125,7 @@ describe("SyncQueue.drain, in batches", () => {
     const { api, stored } = batchServer((_events, n) =>
       n === 1 ? answer(409, { error: "EVENT_ALREADY_EXISTS", message: "m", details: { ids: already } }) : undefined,
     );
-    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch }).drain();
+    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch }).drain();
     assert.equal(api.seen.length, 2);
     assert.notEqual(api.seen[0]?.key, api.seen[1]?.key);
     assert.deepEqual(
@@ -144,7 +143,7 @@ describe("SyncQueue.drain, in batches", () => {
         ? answer(400, { error: "VALIDATION_FAILED", message: "m", details: [{ index: 2, field: "type", message: "bad" }] })
         : undefined,
     );
-    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch });
+    const q = new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch });
     const report = await q.drain();
     assert.deepEqual(report, { sent: 3, replayed: 0, conflicts: 0, rejected: 1, retries: 0 });
     const rejected = await q.rejected();
@@ -167,7 +166,7 @@ describe("SyncQueue.drain, in batches", () => {
       }
       return resp;
     };
-    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => "t", fetch, retry: instantRetry().retry }).drain();
+    const report = await new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch, retry: instantRetry().retry }).drain();
     assert.deepEqual(report, { sent: 0, replayed: 3, conflicts: 0, rejected: 0, retries: 1 });
     assert.equal(stored.length, 3);
     assert.equal(api.seen[0]?.body, api.seen[1]?.body);

@@ -25,7 +25,7 @@ before(async () => {
     rates: { reset_before_forwarding: 0.05, drop_after_answer: 0.05, delay_past_timeout: 0.05, answer_503: 0.04 },
     delayMs: CLIENT_TIMEOUT_MS + 200,
     // The first batch's answer is lost after the server committed it.
-    first: { "/api/v1/sync/events/batch": "drop_after_answer" },
+    first: { "POST /api/v1/sync/events/batch": ["drop_after_answer"] },
   });
 });
 
@@ -60,7 +60,7 @@ it(`${N} events written offline reach the server exactly once, in batches, throu
   const queueOptions = { ...common, fetch: recording, batch: { maxEvents: 10 } };
 
   // Offline: the app writes N events into its queue; nothing is sent.
-  const first = new IndexedDBStorage("app-queue", factory);
+  const first = new IndexedDBStorage({ user, name: "app-queue", factory });
   const writer = new EventWriter(first);
   const written: QueueEntry[] = [];
   for (let i = 0; i < N; i++) {
@@ -111,7 +111,7 @@ it(`${N} events written offline reach the server exactly once, in batches, throu
 
   // The app starts again: a new queue over the same storage carries on, with
   // the batch that was out, the very same batch under the same key.
-  const reopened = new IndexedDBStorage("app-queue", factory);
+  const reopened = new IndexedDBStorage({ user, name: "app-queue", factory });
   const left = await reopened.list();
   assert.ok(left.length > 0 && left.length < N, `${left.length} entries left after the restart`);
   assert.deepEqual(

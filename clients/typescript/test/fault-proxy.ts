@@ -12,8 +12,8 @@ export interface FaultProxyOptions {
   rates: Record<FaultKind, number>;
   /** How long delay_past_timeout holds a request before forwarding it. */
   delayMs: number;
-  /** A fault forced on the first request to each of these paths, whatever the draw. */
-  first?: Record<string, FaultKind>;
+  /** Faults forced on the first requests of each of these routes ("METHOD /path"), in order, whatever the draw. */
+  first?: Record<string, FaultKind[]>;
   /** Added to every round trip, as a mobile network's latency is. */
   latencyMs?: number;
 }
@@ -51,7 +51,7 @@ export class FaultProxy {
   inFlight = 0;
   /** The faults injected on each path. */
   readonly injectedOn = new Map<string, Partial<Record<FaultKind, number>>>();
-  readonly #seenPaths = new Set<string>();
+  readonly #holds = new Map<string, { n: number; held: () => void; released: Promise<void>; forwarded: () => void }>();
   readonly #o: FaultProxyOptions;
   readonly #random: () => number;
   readonly #server: Server;
@@ -77,6 +77,35 @@ export class FaultProxy {
   async close(): Promise<void> {
     this.#server.closeAllConnections();
     await new Promise((resolve) => this.#server.close(resolve));
+  }
+
+  /**
+   * Holds the nth request of route ("METHOD /path") on arrival, before it
+   * is forwarded, with no fault: held resolves when it is held, and
+   * release() lets it go on, resolving once it has been forwarded and
+   * answered (or its answer dropped, if its client is gone).
+   */
+  hold(route: string, n: number): { held: Promise<void>; release: () => Promise<void> } {
+    let held = () => {};
+    let release = () => {};
+    let forwarded = () => {};
+    const heldP = new Promise<void>((r) => {
+      held = r;
+    });
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const forwardedP = new Promise<void>((r) => {
+      forwarded = r;
+    });
+    this.#holds.set(route, { n, held, released, forwarded });
+    return {
+      held: heldP,
+      release: () => {
+        release();
+        return forwardedP;
+      },
+    };
   }
 
   #pick(): FaultKind | undefined {
@@ -106,10 +135,16 @@ export class FaultProxy {
     }
     const path = new URL(req.url ?? "/", "http://proxy").pathname;
     const route = `${req.method} ${path}`;
-    this.received.set(route, (this.received.get(route) ?? 0) + 1);
-    const forced = this.#seenPaths.has(path) ? undefined : this.#o.first?.[path];
-    this.#seenPaths.add(path);
-    const fault = forced ?? this.#pick();
+    const nth = (this.received.get(route) ?? 0) + 1;
+    this.received.set(route, nth);
+    const hold = this.#holds.get(route);
+    if (hold?.n === nth) {
+      hold.held();
+      await hold.released;
+      await this.#answer(req, res, body, undefined).finally(hold.forwarded);
+      return;
+    }
+    const fault = this.#o.first?.[route]?.[nth - 1] ?? this.#pick();
     if (fault) {
       this.injected[fault]++;
       const on = this.injectedOn.get(path) ?? {};
@@ -136,6 +171,11 @@ export class FaultProxy {
         await new Promise((r) => setTimeout(r, this.#o.delayMs));
         break;
     }
+    await this.#answer(req, res, body, fault);
+  }
+
+  /** Forwards the request and passes the answer on, unless the fault drops it or the client is gone. */
+  async #answer(req: IncomingMessage, res: ServerResponse, body: Buffer, fault: FaultKind | undefined): Promise<void> {
     const answer = await this.#forward(req, body);
     this.forwarded++;
     if (fault === "drop_after_answer" || res.destroyed) {

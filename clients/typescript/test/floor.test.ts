@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, describe, it } from "node:test";
-import { MemoryStorage } from "../src/storage.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry, queueAt, UUID_V4 } from "./helpers.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, memory, queueAt, UUID_V4 } from "./helpers.js";
 
 /**
  * The client on the oldest browsers it supports (see the README's floor),
@@ -32,7 +31,7 @@ describe("below the newest APIs", () => {
   it("writes events with UUID v4 ids and keys without crypto.randomUUID, as on a plain-HTTP origin", async () => {
     remove(globalThis.crypto, "randomUUID");
     assert.equal(typeof globalThis.crypto.randomUUID, "undefined");
-    const storage = new MemoryStorage();
+    const storage = memory();
     const writer = new EventWriter(storage);
     const written = await Promise.all(Array.from({ length: 50 }, (_, i) => writer.write("note.created", { i })));
     const ids = written.flatMap((e) => [e.key, e.event.id]);
@@ -47,7 +46,7 @@ describe("below the newest APIs", () => {
     remove(AbortSignal, "timeout");
     remove(globalThis, "structuredClone");
     remove(globalThis.crypto, "randomUUID");
-    const storage = new MemoryStorage();
+    const storage = memory();
     const writer = new EventWriter(storage);
     for (let i = 0; i < 5; i++) {
       await writer.write("note.created", { i });
@@ -64,7 +63,7 @@ describe("below the newest APIs", () => {
   it("stops a drain whose signal aborts mid-request without AbortSignal.any", async () => {
     remove(AbortSignal, "any");
     remove(AbortSignal, "timeout");
-    const storage = new MemoryStorage();
+    const storage = memory();
     await new EventWriter(storage).write("note.created", {});
     const stop = new AbortController();
     const api = fakeFetch((_, __, signal) => {

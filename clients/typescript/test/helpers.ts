@@ -1,6 +1,15 @@
+import { afterEach } from "node:test";
 import { SyncQueue, type SyncQueueOptions } from "../src/queue.js";
 import type { RetryOptions } from "../src/retry.js";
-import type { QueueStorage } from "../src/storage.js";
+import { MemoryStorage, type QueueStorage } from "../src/storage.js";
+import { localToken } from "./server.js";
+
+/** The user of the fake API's tests, and a token of theirs. */
+export const USER = "user-1";
+export const TOKEN = localToken(USER);
+
+/** A MemoryStorage of USER's. */
+export const memory = () => new MemoryStorage({ user: USER });
 
 /** A JSON answer of the API. */
 export function answer(status: number, body: unknown, headers: Record<string, string> = {}): Response {
@@ -21,10 +30,37 @@ export interface Seen {
   body: string;
 }
 
+/** The network error a fake server means to give: rejected with, it is a failed request, not a failed test. */
+export class SimulatedNetworkError extends TypeError {}
+
+export const networkError = (message = "fetch failed") => Promise.reject(new SimulatedNetworkError(message));
+
+/**
+ * What went wrong inside fake servers during the running test: a failed
+ * assertion, or any other error a handler threw but a network error it
+ * meant. The client would take such an error for a network error and
+ * retry it; instead the fake answers 400 (which the client never retries:
+ * the drain or pull ends) and the test fails after it, whatever it made of
+ * the answer. Each is printed too, since node:test reports only the first
+ * failure of a test, and the test's own may come first.
+ */
+const fakeServerFailures: unknown[] = [];
+
+afterEach(() => {
+  const failures = fakeServerFailures.splice(0);
+  for (const f of failures) {
+    console.error("# a fake server failed:", f);
+  }
+  if (failures.length > 0) {
+    throw failures.length === 1 ? failures[0] : new AggregateError(failures, `${failures.length} failures inside a fake server`);
+  }
+});
+
 /**
  * A fetch that answers with handler, recording every request. handler runs
- * once per attempt; it may throw (a network error) or wait for the signal
- * (a timeout).
+ * once per attempt; it may reject with networkError() (a network error) or
+ * wait for the signal (a timeout, hangUntilAborted). Anything else it
+ * throws (a failed assertion, a bug) fails the test (fakeServerFailures).
  */
 export function fakeFetch(handler: (req: Request, n: number, signal?: AbortSignal) => Response | Promise<Response>) {
   const seen: Seen[] = [];
@@ -36,8 +72,15 @@ export function fakeFetch(handler: (req: Request, n: number, signal?: AbortSigna
     seen.push({ method: req.method, key: req.headers.get("idempotency-key"), auth: req.headers.get("authorization"), body });
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
+    const signal = init?.signal ?? undefined;
     try {
-      return await handler(req, seen.length, init?.signal ?? undefined);
+      return await handler(req, seen.length, signal);
+    } catch (err) {
+      if (err instanceof SimulatedNetworkError || (signal?.aborted && err === signal.reason)) {
+        throw err;
+      }
+      fakeServerFailures.push(err);
+      return answer(400, { error: "FAKE_SERVER_FAILED", message: String(err) });
     } finally {
       inFlight--;
     }
@@ -86,7 +129,7 @@ export function queueAt(storage: QueueStorage, fetch: typeof globalThis.fetch, o
   return new SyncQueue({
     storage,
     baseUrl: "https://api.example.com",
-    getToken: () => "t",
+    getToken: () => TOKEN,
     fetch,
     retry: instantRetry().retry,
     ...options,

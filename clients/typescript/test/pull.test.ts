@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { PullError, pullEvents } from "../src/pull.js";
-import { answer, error, fakeFetch, instantRetry } from "./helpers.js";
+import { answer, error, fakeFetch, instantRetry, TOKEN } from "./helpers.js";
 
 const ev = (n: number) => ({
   id: `id-${n}`,
@@ -39,7 +39,7 @@ it("pullEvents yields every event page by page, retrying transient failures, and
       return error(503, "SERVICE_UNAVAILABLE");
     }
   });
-  const common = { baseUrl: "https://api.example.com", getToken: () => "t", limit: 2, fetch: api.fetch, retry: instantRetry().retry };
+  const common = { baseUrl: "https://api.example.com", getToken: () => TOKEN, limit: 2, fetch: api.fetch, retry: instantRetry().retry };
   const pull = pullEvents(common);
   const cursors: (string | undefined)[] = [];
   const got: unknown[] = [];
@@ -51,7 +51,7 @@ it("pullEvents yields every event page by page, retrying transient failures, and
   assert.deepEqual(cursors, [undefined, undefined, "p2", "p2", "p4"], "the cursor moves when a page has been read whole");
   assert.equal(pull.cursor, "p5", "after the last page: the end of the events");
   assert.equal(api.seen.length, 4, "three pages and one retry");
-  assert.ok(api.seen.every((s) => s.auth === "Bearer t"));
+  assert.ok(api.seen.every((s) => s.auth === `Bearer ${TOKEN}`));
 
   // Later: two more events; the next pull starts at the end, reads only them, and re-reads nothing.
   stored.push(ev(6), ev(7));
@@ -76,7 +76,7 @@ it("pullEvents yields every event page by page, retrying transient failures, and
 it("pullEvents' pages carry the cursor to keep with the events they hold", async () => {
   const api = pagedServer([1, 2, 3].map(ev));
   const pages: [number[], string][] = [];
-  for await (const page of pullEvents({ baseUrl: "https://api.example.com", getToken: () => "t", limit: 2, fetch: api.fetch }).pages()) {
+  for await (const page of pullEvents({ baseUrl: "https://api.example.com", getToken: () => TOKEN, limit: 2, fetch: api.fetch }).pages()) {
     pages.push([page.events.map((e) => e.payload.n as number), page.cursor]);
   }
   assert.deepEqual(pages, [
@@ -87,7 +87,7 @@ it("pullEvents' pages carry the cursor to keep with the events they hold", async
 
 it("pullEvents throws the server's refusal", async () => {
   const api = fakeFetch(() => error(400, "VALIDATION_FAILED"));
-  const pull = pullEvents({ baseUrl: "https://api.example.com", getToken: () => "t", cursor: "bad", fetch: api.fetch });
+  const pull = pullEvents({ baseUrl: "https://api.example.com", getToken: () => TOKEN, cursor: "bad", fetch: api.fetch });
   await assert.rejects(
     async () => {
       for await (const _ of pull) {

@@ -2,17 +2,17 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { SyncQueue } from "../src/queue.js";
 import { retrier } from "../src/retry.js";
-import { MemoryStorage } from "../src/storage.js";
 import type { QueueEntry } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, error, fakeFetch, hangUntilAborted, instantRetry } from "./helpers.js";
+import { answer, error, fakeFetch, hangUntilAborted, instantRetry, memory, networkError, queueAt, TOKEN, USER } from "./helpers.js";
+import { localToken } from "./server.js";
 
 const BASE = "https://api.example.com";
 /** Every entry alone, under its own key: the single endpoint's path. */
 const ALONE = { maxEvents: 1 };
 
 async function queueOf(n: number) {
-  const storage = new MemoryStorage();
+  const storage = memory();
   const writer = new EventWriter(storage);
   const entries: QueueEntry[] = [];
   for (let i = 0; i < n; i++) {
@@ -40,7 +40,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       batch: ALONE,
       storage,
       baseUrl: `${BASE}/`,
-      getToken: () => "t-1",
+      getToken: () => TOKEN,
       fetch: api.fetch,
       retry: instantRetry().retry,
     });
@@ -48,7 +48,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
     assert.deepEqual(report, { sent: 3, replayed: 0, conflicts: 0, rejected: 0, retries: 0 });
     assert.deepEqual(
       api.seen.map((s) => [s.method, s.key, s.auth, JSON.parse(s.body)]),
-      entries.map((e) => ["POST", e.key, "Bearer t-1", e.event]),
+      entries.map((e) => ["POST", e.key, `Bearer ${TOKEN}`, e.event]),
     );
     assert.deepEqual(await storage.list(), []);
   });
@@ -56,7 +56,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
   it("retries network errors, timeouts, 429 and 5xx with the same key and body, honouring Retry-After", async () => {
     const { storage, entries } = await queueOf(1);
     const faults = [
-      () => Promise.reject(new TypeError("fetch failed")),
+      () => networkError("fetch failed"),
       (_: Request, signal?: AbortSignal) => hangUntilAborted(signal),
       () => error(429, "TOO_MANY", { "retry-after": "2" }),
       () => error(503, "SERVICE_UNAVAILABLE", { "retry-after": "1" }),
@@ -64,8 +64,8 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       () => answer(502, { message: "Internal Server Error" }),
     ];
     const api = fakeFetch((req, n, signal) => faults[n - 1]?.(req, signal) ?? created(req));
-    const { retry, waits } = instantRetry({ timeoutMs: 50 });
-    const report = await new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry }).drain();
+    const { retry, waits } = instantRetry({ timeoutMs: 50, maxDelayMs: 5000 });
+    const report = await new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch, retry }).drain();
     assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: faults.length });
     assert.equal(api.seen.length, faults.length + 1);
     assert.ok(
@@ -77,15 +77,16 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
 
   it("stops on 401 with the entry still queued, and sends it under its key after the token is refreshed", async () => {
     const { storage, entries } = await queueOf(2);
-    let token = "expired";
+    const fresh = localToken(USER, { fresh: true });
+    let token = localToken(USER, { expired: true });
     const api = fakeFetch((req) =>
-      req.headers.get("authorization") === "Bearer fresh" ? created(req) : answer(401, { message: "Unauthorized" }),
+      req.headers.get("authorization") === `Bearer ${fresh}` ? created(req) : answer(401, { message: "Unauthorized" }),
     );
     const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => token, fetch: api.fetch, retry: instantRetry().retry });
     assert.deepEqual(await q.drain(), { sent: 0, replayed: 0, conflicts: 0, rejected: 0, retries: 0, stopped: "unauthorized" });
     assert.equal(api.seen.length, 1, "a 401 is not retried");
     assert.deepEqual(await storage.list(), entries);
-    token = "fresh";
+    token = fresh;
     assert.deepEqual(await q.drain(), { sent: 2, replayed: 0, conflicts: 0, rejected: 0, retries: 0 });
     assert.deepEqual(
       api.seen.slice(1).map((s) => s.key),
@@ -103,7 +104,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       (req: Request) => created(req),
     ];
     const api = fakeFetch((req, n) => (answers[n - 1] as (r: Request) => Response | Promise<Response>)(req));
-    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry: instantRetry().retry });
+    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch, retry: instantRetry().retry });
     assert.deepEqual(await q.drain(), { sent: 1, replayed: 2, conflicts: 1, rejected: 1, retries: 0 });
     assert.deepEqual(await q.conflicts(), [{ ...entries[1], status: "conflict" }], "the conflicting entry, as written");
     assert.deepEqual(await q.rejected(), [
@@ -128,7 +129,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       batch: ALONE,
       storage,
       baseUrl: BASE,
-      getToken: () => "t",
+      getToken: () => TOKEN,
       fetch: api.fetch,
       retry: instantRetry().retry,
     }).drain();
@@ -145,7 +146,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       await new Promise((r) => setTimeout(r, 1));
       return created(req);
     });
-    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry: instantRetry().retry });
+    const q = new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch, retry: instantRetry().retry });
     const reports = await Promise.all([q.drain(), q.drain(), q.drain()]);
     assert.equal(api.maxInFlight(), 1);
     assert.deepEqual(
@@ -167,7 +168,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       return hangUntilAborted(signal);
     });
     const { retry } = instantRetry({ timeoutMs: 10_000 });
-    const report = await new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => "t", fetch: api.fetch, retry }).drain({
+    const report = await new SyncQueue({ batch: ALONE, storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch, retry }).drain({
       signal: stop.signal,
     });
     assert.equal(report.stopped, "aborted");
@@ -181,7 +182,7 @@ describe("SyncQueue.drain, one entry per request (batch.maxEvents 1)", () => {
       batch: ALONE,
       storage,
       baseUrl: BASE,
-      getToken: () => "t",
+      getToken: () => TOKEN,
       fetch: api.fetch,
       retry: instantRetry({ maxAttempts: 4 }).retry,
     }).drain();
@@ -211,5 +212,62 @@ describe("backoff", () => {
       assert.ok(Math.abs(got - want) < 0.01, `random ${random}, attempt ${attempt}: ${got}, want ${want}`);
     }
     assert.equal(retrier({ random: () => 0 }).delay(1, 3000), 3000);
+  });
+});
+
+describe("a queue is its user's: sent only with a token whose sub is the storage's user", () => {
+  it("sends nothing with another user's token, and says so", async () => {
+    const { storage, entries } = await queueOf(2);
+    const api = fakeFetch((req) => created(req));
+    const report = await queueAt(storage, api.fetch, { getToken: () => localToken("someone-else") }).drain();
+    assert.deepEqual(report, {
+      sent: 0,
+      replayed: 0,
+      conflicts: 0,
+      rejected: 0,
+      retries: 0,
+      stopped: "wrong_user",
+      error: "the token is another user's than the queue's: nothing is sent with it",
+    });
+    assert.equal(api.seen.length, 0);
+    assert.deepEqual(
+      (await storage.list()).map(({ batch: _, ...e }) => e),
+      entries,
+      "the queue is kept as it was",
+    );
+  });
+
+  it("sends nothing with a token whose sub it cannot read, rather than guess", async () => {
+    const { storage } = await queueOf(1);
+    const api = fakeFetch((req) => created(req));
+    for (const token of ["opaque-access-token", `h.${Buffer.from('{"aud":"x"}').toString("base64url")}.s`]) {
+      const report = await queueAt(storage, api.fetch, { getToken: () => token }).drain();
+      assert.equal(report.stopped, "unreadable_token", token);
+    }
+    assert.equal(api.seen.length, 0);
+    assert.equal((await storage.list()).length, 1);
+  });
+
+  it("checks the token before every attempt: a login as another user during a backoff stops the retries", async () => {
+    const { storage } = await queueOf(1);
+    let token = TOKEN;
+    const api = fakeFetch(() => {
+      token = localToken("user-b"); // user-1 logs out and user-b logs in while the queue waits to retry
+      return error(503, "SERVICE_UNAVAILABLE");
+    });
+    const report = await queueAt(storage, api.fetch, { getToken: () => token, batch: ALONE }).drain();
+    assert.equal(report.stopped, "wrong_user");
+    assert.deepEqual(
+      api.seen.map((s) => s.auth),
+      [`Bearer ${TOKEN}`],
+      "one attempt, with the queue's user's token",
+    );
+  });
+
+  it("sends with the storage's user's token, whichever claims the token has besides", async () => {
+    const { storage } = await queueOf(3);
+    const api = fakeFetch((req) => req.json().then((b: { events: unknown[] }) => answer(201, { events: b.events })));
+    const report = await queueAt(storage, api.fetch, { getToken: () => localToken(USER, { aud: "app", exp: 1 }) }).drain();
+    assert.equal(report.sent, 3);
   });
 });

@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
+import { createServer as createHttpServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import { describe, it } from "node:test";
+import { PullStopped, pullEvents } from "../src/pull.js";
 import { SyncQueue } from "../src/queue.js";
-import { MemoryStorage } from "../src/storage.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry, queueAt } from "./helpers.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, memory, networkError, queueAt, TOKEN } from "./helpers.js";
 
 async function queueOf(n: number) {
-  const storage = new MemoryStorage();
+  const storage = memory();
   const writer = new EventWriter(storage);
   for (let i = 0; i < n; i++) {
     await writer.write("note.created", { i });
@@ -32,7 +34,7 @@ describe("a drain that cannot reach the server says why", () => {
     const report = await new SyncQueue({
       storage,
       baseUrl: `http://127.0.0.1:${await deadPort()}`,
-      getToken: () => "t",
+      getToken: () => TOKEN,
       retry: instantRetry().retry,
     }).drain();
     assert.equal(report.stopped, "unreachable");
@@ -49,7 +51,7 @@ describe("a drain that cannot reach the server says why", () => {
     const storage = await queueOf(1);
     // 3 network errors, a 503, 3 more, then the answer: never 4 in a row.
     const api = fakeFetch((req, n) =>
-      n === 4 ? answer(503, null) : n < 8 ? Promise.reject(new TypeError("Failed to fetch")) : req.json().then((e) => answer(201, e)),
+      n === 4 ? answer(503, null) : n < 8 ? networkError("Failed to fetch") : req.json().then((e) => answer(201, e)),
     );
     const report = await queueAt(storage, api.fetch).drain();
     assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: 7 });
@@ -86,11 +88,53 @@ describe("a drain that cannot reach the server says why", () => {
     let online = true;
     const api = fakeFetch(() => {
       online = false;
-      return Promise.reject(new TypeError("Failed to fetch"));
+      return networkError("Failed to fetch");
     });
     const q = queueAt(storage, api.fetch, { online: () => online });
     const report = await q.drain();
     assert.equal(report.stopped, "offline");
     assert.equal(api.seen.length, 1);
   });
+
+  it("follows no redirect, so the token reaches no other server: it stops as unreachable at once", { timeout: 10_000 }, async () => {
+    // Another origin, which would take the request and the token as the API would.
+    const elsewhere: string[] = [];
+    const other = await listen((req, res) => {
+      elsewhere.push(`${req.method} ${req.url} ${req.headers.authorization}`);
+      res.writeHead(201, { "content-type": "application/json" }).end("{}");
+    });
+    const api = await listen((req, res) => {
+      res.writeHead(307, { location: `${other.url}${req.url}` }).end();
+    });
+    try {
+      const storage = await queueOf(2);
+      const report = await queueAt(storage, globalThis.fetch, { baseUrl: api.url }).drain();
+      assert.equal(report.stopped, "unreachable");
+      assert.equal(report.retries, 0, "a redirect is not retried");
+      assert.match(report.error ?? "", /redirect/);
+      assert.equal((await storage.list()).length, 2);
+      await assert.rejects(
+        async () => {
+          for await (const _ of pullEvents({ baseUrl: api.url, getToken: () => TOKEN, retry: instantRetry().retry })) {
+            // nothing is read
+          }
+        },
+        (err) => err instanceof PullStopped && err.reason === "unreachable",
+      );
+      assert.deepEqual(elsewhere, [], "no request reached the other origin");
+    } finally {
+      await api.close();
+      await other.close();
+    }
+  });
 });
+
+/** A real HTTP server on a loopback port. */
+async function listen(handler: Parameters<typeof createHttpServer>[1]) {
+  const server: Server = createHttpServer(handler);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}

@@ -65,7 +65,10 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** A bearer token the local authorizer stand-in accepts: claims only, unsigned (see docs/operations.md, "make run"). */
-export function localToken(sub: string): string {
-  return `x.${Buffer.from(JSON.stringify({ sub })).toString("base64url")}.x`;
+/**
+ * A bearer token the local authorizer stand-in accepts: claims only,
+ * unsigned (see docs/operations.md, "make run"); claims are added to sub.
+ */
+export function localToken(sub: string, claims: Record<string, unknown> = {}): string {
+  return `x.${Buffer.from(JSON.stringify({ sub, ...claims })).toString("base64url")}.x`;
 }

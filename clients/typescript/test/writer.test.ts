@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { MemoryStorage } from "../src/storage.js";
 import type { QueueEntry } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
-import { UUID_V4 } from "./helpers.js";
+import { memory, UUID_V4 } from "./helpers.js";
 
 it("EventWriter gives each event a fresh UUID v4 id and key, and stores it before returning", async () => {
   const stored: QueueEntry[] = [];
-  const storage = new MemoryStorage();
+  const storage = memory();
   const add = storage.add.bind(storage);
   storage.add = async (e) => {
     stored.push(structuredClone(e));
