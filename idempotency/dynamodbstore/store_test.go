@@ -130,13 +130,14 @@ func TestCommitsAnyWritesAllOrNothing(t *testing.T) {
 		return idempotency.Record{UserID: "alice", Key: uuid.NewString(), PayloadHash: "h", StatusCode: 200, ResponseBody: []byte(`{}`),
 			Method: "PATCH", Route: "/x", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	}
-	if err := store.Commit(ctx, record(), []types.TransactWriteItem{put("a", "1"), put("gone", "x")}, time.Now()); err != nil {
+	if err := store.Commit(ctx, record(), []types.TransactWriteItem{put("a", "1"), put("gone", "x"), put("here", "x")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
 	// A failing write in the middle: nothing of the others, nor the record.
+	// Each write names its own item: DynamoDB refuses two on one item.
 	failing := record()
-	err := store.Commit(ctx, failing, []types.TransactWriteItem{put("b", "1"), update("a", "9", "2"), del("gone"), exists("a")}, time.Now())
+	err := store.Commit(ctx, failing, []types.TransactWriteItem{put("b", "1"), update("a", "9", "2"), del("gone"), exists("here")}, time.Now())
 	var cf *dynamodbstore.ConditionFailedError
 	if !errors.As(err, &cf) || !slices.Equal(cf.Indexes, []int{1}) {
 		t.Fatalf("a stale update: %v, want write 1 reported", err)
@@ -152,7 +153,7 @@ func TestCommitsAnyWritesAllOrNothing(t *testing.T) {
 	}
 
 	// The same writes, right this time: all of them, and the record.
-	if err := store.Commit(ctx, failing, []types.TransactWriteItem{put("b", "1"), update("a", "1", "2"), del("gone"), exists("a")}, time.Now()); err != nil {
+	if err := store.Commit(ctx, failing, []types.TransactWriteItem{put("b", "1"), update("a", "1", "2"), del("gone"), exists("here")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if get("b") == nil || get("gone") != nil || get("a")["v"].(*types.AttributeValueMemberS).Value != "2" {
