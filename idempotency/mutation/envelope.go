@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/sync-events/sync-events/errcode"
@@ -87,7 +88,40 @@ func canonicalJSON(b []byte) ([]byte, error) {
 	c, err := idempotency.Canonicalize(b)
 	var bad *idempotency.NotIJSONError
 	if errors.As(err, &bad) {
-		return nil, errcode.Invalid("Request body is not valid JSON (RFC 8259 / I-JSON): "+bad.Reason, bodyField)
+		return nil, errcode.Invalid("Request body is not valid JSON (RFC 8259 / I-JSON): "+notIJSONReason(bad.Reason), bodyField)
 	}
 	return c, err
+}
+
+// notIJSONReasons map what the JSON library says to a sentence of our
+// own: its text quotes the client's member names, pointers, strings and
+// numbers, and an answer never echoes the client's input. The first
+// matching row wins; the last is the catch-all.
+var notIJSONReasons = []struct{ cue, reason string }{
+	{"duplicate", "a member name appears twice in one object"},
+	{"UTF-8", "it is not UTF-8"},
+	{"surrogate", "a string holds an unpaired surrogate escape"},
+	{"noncharacter", "a string or member name holds a Unicode noncharacter"},
+	{"range of a double", "a number is outside the range of a double"},
+	{"EOF", "it ends inside a JSON value"},
+	{"", "it is not well-formed JSON"},
+}
+
+// byteOffset is the position the library reports: a number, not input.
+var byteOffset = regexp.MustCompile(`after offset ([0-9]+)$`)
+
+// notIJSONReason is reason in words that hold no byte the client sent:
+// one of notIJSONReasons, and the byte offset where the library gave one.
+func notIJSONReason(reason string) string {
+	out := ""
+	for _, r := range notIJSONReasons {
+		if strings.Contains(reason, r.cue) {
+			out = r.reason
+			break
+		}
+	}
+	if m := byteOffset.FindStringSubmatch(reason); m != nil {
+		out += " (after byte " + m[1] + ")"
+	}
+	return out
 }

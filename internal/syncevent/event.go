@@ -155,14 +155,15 @@ func stringField(v jsontext.Value, field string, add func(field, msg string)) (s
 // decodeError turns a failure to decode the body's shape into field errors.
 func decodeError(err error) errcode.FieldErrors {
 	var se *json.SemanticError
+	// Neither the unknown name nor the decoder's text is echoed: both
+	// quote the client's input, and an answer never does.
 	if errors.As(err, &se) && errors.Is(err, json.ErrUnknownName) {
-		name := string(se.JSONPointer.LastToken())
-		return errcode.FieldErrors{{Field: name, Message: "is not a known field"}}
+		return errcode.FieldErrors{{Field: "body", Message: "has a member other than id, type, occurredAt and payload"}}
 	}
 	if errors.As(err, &se) && len(se.JSONPointer) == 0 {
 		return errcode.FieldErrors{{Field: "body", Message: "must be a JSON object"}}
 	}
-	return errcode.FieldErrors{{Field: "body", Message: err.Error()}}
+	return errcode.FieldErrors{{Field: "body", Message: "must be a JSON object of id, type, occurredAt and payload"}}
 }
 
 // Created is the 201 body for a stored event.

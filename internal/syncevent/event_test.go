@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,10 +26,14 @@ func TestParseReportsEveryBadField(t *testing.T) {
 	}
 }
 
-func TestParseNamesAnUnknownField(t *testing.T) {
-	_, err := Parse([]byte(`{"id":"6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31","occurredAt":"2026-12-02T14:03:00Z","payload":{},"type":"t","userId":"u"}`))
-	if fields := fieldErrors(t, err); len(fields) != 1 || fields[0].Field != "userId" {
-		t.Fatalf("err = %v", err)
+// TestParseRefusesAnUnknownFieldWithoutEchoingIt: the member is refused as
+// a fault of the body, and neither the message nor the details quote its
+// name (an answer never echoes the client's input).
+func TestParseRefusesAnUnknownFieldWithoutEchoingIt(t *testing.T) {
+	_, err := Parse([]byte(`{"id":"6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31","occurredAt":"2026-12-02T14:03:00Z","payload":{},"type":"t","zqUserIdEcho":"u"}`))
+	fields := fieldErrors(t, err)
+	if len(fields) != 1 || fields[0].Field != "body" || strings.Contains(err.Error(), "zq") || strings.Contains(fields[0].Message, "zq") {
+		t.Fatalf("err = %v, fields %+v", err, fields)
 	}
 }
 
