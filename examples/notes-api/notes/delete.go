@@ -1,0 +1,40 @@
+package notes
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency/mutation"
+)
+
+// deleted is DELETE's answer.
+type deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// deleteNote is DELETE /notes/{id}: a Delete on the condition that the
+// note exists, so that deleting a missing note is a 404 and records
+// nothing. Its body is empty or {}.
+func (s *Service) deleteNote(_ context.Context, r *mutation.Request) (mutation.Plan[write], error) {
+	id, err := pathID(r.PathParams)
+	if err != nil {
+		return mutation.Plan[write]{}, err
+	}
+	if err := decode(r.Body, &struct{}{}); err != nil {
+		return mutation.Plan[write]{}, errcode.Invalid("A DELETE takes no body, or {}", errcode.Field{Field: "body"})
+	}
+	del := write{Delete: &types.Delete{
+		TableName: aws.String(s.notes), Key: key(r.User, id),
+		ConditionExpression:      aws.String("attribute_exists(#id)"),
+		ExpressionAttributeNames: map[string]string{"#id": IDAttr},
+	}}
+	return mutation.Plan[write]{
+		Execute:  answer(http.StatusOK, deleted{ID: id, Deleted: true}, del),
+		Rejected: func(context.Context, []int) error { return errNotFound },
+	}, nil
+}

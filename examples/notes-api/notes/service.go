@@ -1,0 +1,143 @@
+// Package notes is a notes API built on the repository's public packages
+// only: POST /notes, PATCH /notes/{id} and DELETE /notes/{id} each run
+// exactly once under their Idempotency-Key, the note's write and the key's
+// ledger record committed in one TransactWriteItems (package
+// dynamodbstore), through the envelope of package mutation.
+//
+// Notes belong to the caller, the verified token's sub: the notes table is
+// partitioned by it, so no request can name another user's note.
+package notes
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/idempotency/mutation"
+)
+
+// write is a business write of this service: any TransactWriteItem, which
+// dynamodbstore commits with the key's record.
+type write = types.TransactWriteItem
+
+// Config is what a Service needs. Build one Service per execution
+// environment and share it: its replay cache answers retries from memory.
+type Config struct {
+	Client *dynamodb.Client
+	// NotesTable is the table of notes (see TableInput); LedgerTable the
+	// idempotency ledger (see dynamodbstore.TableInput).
+	NotesTable, LedgerTable string
+	// CacheBytes bounds the replay cache; 0 turns it off.
+	CacheBytes int
+	// Retention is how long a key answers retries; 0 is
+	// idempotency.DefaultRetention.
+	Retention time.Duration
+	// Log gets one line per request; nil logs nothing.
+	Log *slog.Logger
+}
+
+// Service answers the notes API's requests.
+type Service struct {
+	client *dynamodb.Client
+	notes  string
+	runner *mutation.Runner[write]
+	log    *slog.Logger
+}
+
+// New returns the Service of c.
+func New(c Config) *Service {
+	s := &Service{client: c.Client, notes: c.NotesTable, log: c.Log}
+	store := &rejectionStore{Store: dynamodbstore.New(c.Client, c.LedgerTable)}
+	flow := idempotency.NewFlow(idempotency.Store[write](store), idempotency.Options{
+		Retention: c.Retention,
+		Cache:     idempotency.NewReplayCache(c.CacheBytes),
+	})
+	s.runner = mutation.New(flow, mutation.Options{
+		Payload:  withPathID,
+		Statuses: statuses,
+		Report:   s.report,
+	})
+	return s
+}
+
+// Handle is the Lambda handler of the API's routes (HTTP API, payload
+// 2.0). It never returns an error: every failure is an answer.
+func (s *Service) Handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	mut, ok := s.route(e.RouteKey)
+	if !ok {
+		return s.runner.Answer(errNoRoute, false).HTTPAPI(), nil
+	}
+	r := mutation.FromHTTPAPI(&e)
+	if r.Method == http.MethodDelete {
+		bodiless(r)
+	}
+	resp, _ := s.runner.Run(withRejection(ctx), r, mut)
+	return resp.HTTPAPI(), nil
+}
+
+// route is the mutation of an API Gateway route key.
+func (s *Service) route(routeKey string) (mutation.Mutation[write], bool) {
+	switch routeKey {
+	case "POST /notes":
+		return s.createNote, true
+	case "PATCH /notes/{id}":
+		return s.patchNote, true
+	case "DELETE /notes/{id}":
+		return s.deleteNote, true
+	}
+	return nil, false
+}
+
+var errNoRoute = errcode.New(errcode.NotFound, "No such route")
+
+// bodiless lets a DELETE come without a body: the envelope takes JSON
+// only, so an empty body stands for {}. A body that is sent is checked as
+// any other.
+func bodiless(r *mutation.Request) {
+	if len(r.Body) == 0 && r.Header.Get("Content-Type") == "" {
+		r.Body = []byte("{}")
+		r.Header.Set("Content-Type", "application/json")
+	}
+}
+
+// withPathID is the payload a retry must repeat: the body and the note id
+// of the path. The ledger record names the route pattern ("/notes/{id}"),
+// not the path, so without the id a key sent again for another note would
+// be answered with the first note's answer.
+func withPathID(r *mutation.Request) ([]byte, error) {
+	return json.Marshal(struct {
+		ID   string          `json:"id,omitempty"`
+		Body json.RawMessage `json:"body"`
+	}{r.PathParams["id"], r.Body})
+}
+
+// report writes the request's log line: no body, token, user id or whole
+// key, only what the request came to.
+func (s *Service) report(ctx context.Context, r *mutation.Request, rep mutation.Report) {
+	if s.log == nil {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method), slog.String("route", r.Route),
+		slog.String("outcome", string(rep.Outcome)), slog.String("key_prefix", rep.KeyPrefix),
+		slog.Bool("from_cache", rep.FromCache), slog.Int("conflict_retries", rep.ConflictRetries),
+	}
+	if rep.Code != "" {
+		attrs = append(attrs, slog.String("code", string(rep.Code)))
+	}
+	level := slog.LevelInfo
+	if rep.Err != nil {
+		level = slog.LevelError
+		attrs = append(attrs, slog.String("error", rep.Err.Error()))
+	}
+	s.log.LogAttrs(ctx, level, "request", attrs...)
+}
