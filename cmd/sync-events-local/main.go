@@ -9,6 +9,12 @@
 // CorsAllowOrigins parameter). It prints one readable line per request; LOG_FORMAT=json
 // prints the Lambda's own JSON log lines and metrics lines instead. None of
 // this is in the Lambda binary.
+//
+// Since it accepts any token, it keeps to the machine and to local data:
+// it refuses an ADDR that is not loopback unless ALLOW_NON_LOOPBACK=1,
+// answers 421 to a request addressed to another host (DNS rebinding),
+// refuses a DYNAMODB_ENDPOINT in AWS, and drops AWS credentials from its
+// environment, so that it signs every request with fixed local ones.
 package main
 
 import (
@@ -36,17 +42,39 @@ func main() {
 	if jsonLogs() {
 		log = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
-	if err := run(log); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, log); err != nil {
 		log.Error("sync-events-local stopped", "error", err.Error())
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+func run(ctx context.Context, log *slog.Logger) error {
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:3000"
+	}
+	allow, err := devserver.AllowNonLoopback(os.Getenv(devserver.EnvAllowNonLoopback))
+	if err != nil {
+		return err
+	}
+	if err := devserver.CheckListenAddr(addr, allow); err != nil {
+		return err
+	}
+	// Before any client is built: they read credentials from the environment.
+	dropped, err := devserver.DropAWSCredentials()
+	if err != nil {
+		return err
+	}
+	if dropped {
+		log.Info("AWS credentials in the environment are not used: the dev server signs with fixed local ones")
+	}
 	cfg, err := config.Load(embedded.Getenv)
 	if err != nil {
+		return err
+	}
+	if err := devserver.CheckEndpoint(cfg.Endpoint); err != nil {
 		return err
 	}
 	local, err := embedded.StartLocal(ctx, cfg.Endpoint, ddb.TableNames{Ledger: cfg.IdempotencyTable, Events: cfg.EventsTable})
@@ -68,13 +96,8 @@ func run(log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	addr := os.Getenv("ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:3000"
-	}
 	origins := cors.ParseOrigins(os.Getenv("CORS_ALLOW_ORIGINS"))
-	handler := cors.API.Wrap(origins, devserver.Handler(h.Handle))
-	srv := &http.Server{Addr: addr, Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, devserver.Handler(h.Handle)), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -86,6 +109,12 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// serving is what the server answers with: the host check first (a request
+// for another host gets nothing else), then CORS, then the API.
+func serving(addr string, origins cors.Origins, api http.Handler) http.Handler {
+	return devserver.HostGuard(addr, cors.API.Wrap(origins, api))
 }
 
 // jsonLogs reports LOG_FORMAT=json: the Lambda's log and metrics lines.
