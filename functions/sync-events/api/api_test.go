@@ -11,45 +11,46 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 )
 
 func TestMissingKeyIsTheSeedsExact400(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	const want = `{"error":"VALIDATION_FAILED","message":"Idempotency-Key header is required"}`
-	if resp := hs.do(apiRequest("POST", "alice", "", eventBody(t, uuid.NewString()))); resp.StatusCode != 400 || resp.Body != want {
+	if resp := hs.Do(apitest.Request("POST", "alice", "", apitest.EventBody(t, uuid.NewString()))); resp.StatusCode != 400 || resp.Body != want {
 		t.Fatalf("got %d %s\nwant 400 %s", resp.StatusCode, resp.Body, want)
 	}
 	// The methods the route does not take are 405, with a key or without.
 	for _, method := range []string{"PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
 		for _, key := range []string{"", uuid.NewString()} {
-			resp := hs.do(apiRequest(method, "alice", key, ""))
-			wantResponse(t, resp, 405, string(errcode.MethodNotAllowed))
+			resp := hs.Do(apitest.Request(method, "alice", key, ""))
+			apitest.WantResponse(t, resp, 405, string(errcode.MethodNotAllowed))
 			if resp.Headers["Allow"] != "GET, POST" {
 				t.Fatalf("%s: Allow %q", method, resp.Headers["Allow"])
 			}
 		}
 	}
-	if hs.ledgerCount() != 0 || len(hs.stored()) != 0 {
+	if hs.LedgerCount() != 0 || len(hs.Stored()) != 0 {
 		t.Fatal("a refused request wrote something")
 	}
 }
 
 func TestHeaderNamesAreCaseInsensitive(t *testing.T) {
-	hs := newHarness(t)
-	req := apiRequest("POST", "alice", "", eventBody(t, uuid.NewString()))
+	hs := apitest.New(t)
+	req := apitest.Request("POST", "alice", "", apitest.EventBody(t, uuid.NewString()))
 	req.Headers["IDEMPOTENCY-KEY"] = uuid.NewString()
 	delete(req.Headers, "content-type")
 	req.Headers["Content-Type"] = "application/json; charset=UTF-8"
-	wantResponse(t, hs.do(req), 201, "")
+	apitest.WantResponse(t, hs.Do(req), 201, "")
 }
 
 func TestFreshPostThenReplay(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	key, id := uuid.NewString(), uuid.NewString()
-	body := eventBody(t, id)
-	first := hs.post("alice", key, body)
-	wantResponse(t, first, 201, "")
+	body := apitest.EventBody(t, id)
+	first := hs.Post("alice", key, body)
+	apitest.WantResponse(t, first, 201, "")
 	var created map[string]string
 	if err := json.Unmarshal([]byte(first.Body), &created); err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestFreshPostThenReplay(t *testing.T) {
 		"\n\t"+`"occurredAt":"2026-12-02T14:03:00.250+01:00","type":"note.created","id":"%s"}`, id)
 	for name, b := range map[string]string{"identical": body, "reordered and re-spaced": reordered} {
 		t.Run(name, func(t *testing.T) {
-			again := hs.post("alice", key, b)
+			again := hs.Post("alice", key, b)
 			if again.StatusCode != first.StatusCode || again.Body != first.Body {
 				t.Fatalf("replay %d %s\nwant %d %s", again.StatusCode, again.Body, first.StatusCode, first.Body)
 			}
@@ -77,68 +78,68 @@ func TestFreshPostThenReplay(t *testing.T) {
 			}
 		})
 	}
-	if got := hs.stored()["alice"]; len(got) != 1 || got[0] != id {
+	if got := hs.Stored()["alice"]; len(got) != 1 || got[0] != id {
 		t.Fatalf("stored %v, want the one event %s", got, id)
 	}
 }
 
-// seedKeyReusedBody is the seed's 409 for a reused key, byte for byte.
+// apitest.SeedKeyReusedBody is the seed's 409 for a reused key, byte for byte.
 const seedKeyReusedBody = `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`
 
 func TestSameKeyOtherBodyIsTheSeedsExact409(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	key := uuid.NewString()
-	wantResponse(t, hs.post("alice", key, eventBody(t, uuid.NewString())), 201, "")
-	resp := hs.post("alice", key, eventBody(t, uuid.NewString()))
-	if resp.StatusCode != 409 || resp.Body != seedKeyReusedBody {
-		t.Fatalf("got %d %s\nwant 409 %s", resp.StatusCode, resp.Body, seedKeyReusedBody)
+	apitest.WantResponse(t, hs.Post("alice", key, apitest.EventBody(t, uuid.NewString())), 201, "")
+	resp := hs.Post("alice", key, apitest.EventBody(t, uuid.NewString()))
+	if resp.StatusCode != 409 || resp.Body != apitest.SeedKeyReusedBody {
+		t.Fatalf("got %d %s\nwant 409 %s", resp.StatusCode, resp.Body, apitest.SeedKeyReusedBody)
 	}
-	if n := len(hs.stored()["alice"]); n != 1 {
+	if n := len(hs.Stored()["alice"]); n != 1 {
 		t.Fatalf("%d events stored, want 1", n)
 	}
 }
 
 func TestSameKeyFromTwoUsersStoresTwoEvents(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	key := uuid.NewString()
-	a := hs.post("alice", key, eventBody(t, uuid.NewString()))
-	b := hs.post("bob", key, eventBody(t, uuid.NewString()))
-	wantResponse(t, a, 201, "")
-	wantResponse(t, b, 201, "")
+	a := hs.Post("alice", key, apitest.EventBody(t, uuid.NewString()))
+	b := hs.Post("bob", key, apitest.EventBody(t, uuid.NewString()))
+	apitest.WantResponse(t, a, 201, "")
+	apitest.WantResponse(t, b, 201, "")
 	if a.Body == b.Body || b.Headers["Idempotent-Replayed"] != "" {
 		t.Fatal("bob got alice's answer")
 	}
-	got := hs.stored()
+	got := hs.Stored()
 	if len(got["alice"]) != 1 || len(got["bob"]) != 1 {
 		t.Fatalf("stored %v", got)
 	}
 }
 
 func TestSameEventIDUnderAnotherKeyIs409AndRecordsNothing(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	id := uuid.NewString()
-	wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, id)), 201, "")
+	apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, id)), 201, "")
 	second := uuid.NewString()
-	wantResponse(t, hs.post("alice", second, eventBody(t, id)), 409, string(errcode.EventAlreadyExists))
-	if n, events := hs.ledgerCount(), hs.stored()["alice"]; n != 1 || len(events) != 1 || events[0] != id {
+	apitest.WantResponse(t, hs.Post("alice", second, apitest.EventBody(t, id)), 409, string(errcode.EventAlreadyExists))
+	if n, events := hs.LedgerCount(), hs.Stored()["alice"]; n != 1 || len(events) != 1 || events[0] != id {
 		t.Fatalf("%d ledger records and events %v, want only the first request's", n, events)
 	}
 	// Unrecorded, so the same key can still be used for a new event.
-	wantResponse(t, hs.post("alice", second, eventBody(t, uuid.NewString())), 201, "")
+	apitest.WantResponse(t, hs.Post("alice", second, apitest.EventBody(t, uuid.NewString())), 201, "")
 	// Another user may use the same event id.
-	wantResponse(t, hs.post("bob", uuid.NewString(), eventBody(t, id)), 201, "")
+	apitest.WantResponse(t, hs.Post("bob", uuid.NewString(), apitest.EventBody(t, id)), 201, "")
 }
 
 func TestConcurrentIdenticalRequestsStoreOneEvent(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	const n = 50
-	key, body := uuid.NewString(), eventBody(t, uuid.NewString())
+	key, body := uuid.NewString(), apitest.EventBody(t, uuid.NewString())
 	resps := make([]string, n)
 	replayed := make([]bool, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			r := hs.post("alice", key, body)
+			r := hs.Post("alice", key, body)
 			resps[i] = fmt.Sprintf("%d %s", r.StatusCode, r.Body)
 			replayed[i] = r.Headers["Idempotent-Replayed"] == "true"
 		})
@@ -156,7 +157,7 @@ func TestConcurrentIdenticalRequestsStoreOneEvent(t *testing.T) {
 	if !strings.HasPrefix(resps[0], "201 ") || fresh != 1 {
 		t.Fatalf("answers %s, %d unreplayed; want 201 and exactly 1", resps[0], fresh)
 	}
-	if got := hs.stored()["alice"]; len(got) != 1 {
+	if got := hs.Stored()["alice"]; len(got) != 1 {
 		t.Fatalf("stored %v, want 1 event", got)
 	}
 }
@@ -169,28 +170,28 @@ type listedPage struct {
 	NextCursor *string
 }
 
-func (hs *harness) page(user string, query map[string]string) listedPage {
-	hs.t.Helper()
-	resp := hs.get(user, query)
-	wantResponse(hs.t, resp, 200, "")
+func page(hs *apitest.Harness, user string, query map[string]string) listedPage {
+	hs.T.Helper()
+	resp := hs.Get(user, query)
+	apitest.WantResponse(hs.T, resp, 200, "")
 	var p listedPage
 	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil {
-		hs.t.Fatal(err)
+		hs.T.Fatal(err)
 	}
 	return p
 }
 
 func TestListReturnsOnlyTheCallersEventsInOrderAndPagesStably(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	// The order is commit order: for requests answered one after another,
 	// the order they were sent in.
 	var want []string
 	for i := range 7 {
 		id := uuid.NewString()
-		wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, id)), 201, "")
+		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, id)), 201, "")
 		want = append(want, id)
 		if i%2 == 0 {
-			wantResponse(t, hs.post("bob", uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+			apitest.WantResponse(t, hs.Post("bob", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 		}
 	}
 	// Pages of 3, and once more from the same cursors: the same pages.
@@ -199,7 +200,7 @@ func TestListReturnsOnlyTheCallersEventsInOrderAndPagesStably(t *testing.T) {
 		var prev string
 		query := map[string]string{"limit": "3"}
 		for pages := 0; ; pages++ {
-			p := hs.page("alice", query)
+			p := page(hs, "alice", query)
 			for _, ev := range p.Events {
 				if ev.ReceivedAt < prev {
 					t.Fatalf("events out of receive order: %s after %s", ev.ReceivedAt, prev)
@@ -222,38 +223,38 @@ func TestListReturnsOnlyTheCallersEventsInOrderAndPagesStably(t *testing.T) {
 			t.Fatalf("round %d: listed\n%v\nwant\n%v", round, got, want)
 		}
 	}
-	if p := hs.page("carol", nil); len(p.Events) != 0 || p.NextCursor != nil {
+	if p := page(hs, "carol", nil); len(p.Events) != 0 || p.NextCursor != nil {
 		t.Fatalf("carol sees %+v", p)
 	}
 }
 
 func TestListRejectsBadParameters(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for _, q := range []map[string]string{
 		{"limit": "0"}, {"limit": "1001"}, {"limit": "ten"}, {"cursor": "!!"}, {"cursor": ""},
 		{"cursor": "bm90LWEtY3Vyc29y"}, // base64url of "not-a-cursor"
 	} {
-		wantResponse(t, hs.get("alice", q), 400, string(errcode.ValidationFailed))
+		apitest.WantResponse(t, hs.Get("alice", q), 400, string(errcode.ValidationFailed))
 	}
-	wantResponse(t, hs.get("", nil), 401, string(errcode.Unauthorized))
+	apitest.WantResponse(t, hs.Get("", nil), 401, string(errcode.Unauthorized))
 }
 
 // TestCursorCannotCrossUsers: a cursor names a position, not a user; bob
 // using alice's cursor pages through his own events only.
 func TestCursorCannotCrossUsers(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	mine := map[string]bool{}
 	for range 3 {
-		wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 		id := uuid.NewString()
-		wantResponse(t, hs.post("bob", uuid.NewString(), eventBody(t, id)), 201, "")
+		apitest.WantResponse(t, hs.Post("bob", uuid.NewString(), apitest.EventBody(t, id)), 201, "")
 		mine[id] = true
 	}
-	alices := hs.page("alice", map[string]string{"limit": "1"})
+	alices := page(hs, "alice", map[string]string{"limit": "1"})
 	if alices.NextCursor == nil {
 		t.Fatal("no cursor")
 	}
-	p := hs.page("bob", map[string]string{"limit": "100", "cursor": *alices.NextCursor})
+	p := page(hs, "bob", map[string]string{"limit": "100", "cursor": *alices.NextCursor})
 	for _, ev := range p.Events {
 		if !mine[ev.ID] {
 			t.Fatalf("bob's page holds %s, which is not his", ev.ID)
@@ -265,18 +266,18 @@ func TestCursorCannotCrossUsers(t *testing.T) {
 // items, with fewer items than asked for and a LastEvaluatedKey. The page
 // is filled from there, and the last page is still known to be last.
 func TestPagesCutShortByDynamoDBAreFilled(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for range 5 {
-		wantResponse(t, hs.post("alice", uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 	}
-	fault := hs.b.Transport.Inject(ddbtest.Fault{
+	fault := hs.B.Transport.Inject(ddbtest.Fault{
 		Op: "Query", Kind: ddbtest.ShortPage, Times: 1000, KeyNames: []string{"user_id", "event_id", "received_key"},
 	})
-	first := hs.page("alice", map[string]string{"limit": "3"})
+	first := page(hs, "alice", map[string]string{"limit": "3"})
 	if len(first.Events) != 3 || first.NextCursor == nil {
 		t.Fatalf("first page: %d events, cursor %v", len(first.Events), first.NextCursor)
 	}
-	rest := hs.page("alice", map[string]string{"limit": "3", "cursor": *first.NextCursor})
+	rest := page(hs, "alice", map[string]string{"limit": "3", "cursor": *first.NextCursor})
 	if len(rest.Events) != 2 || rest.NextCursor != nil {
 		t.Fatalf("second page: %d events, cursor %v", len(rest.Events), rest.NextCursor)
 	}
@@ -289,7 +290,7 @@ func TestPagesCutShortByDynamoDBAreFilled(t *testing.T) {
 // ("<uuid>") and the bare UUID name the same ledger record, in both orders,
 // whether the replay comes from memory or from DynamoDB.
 func TestQuotedAndBareKeysAreOneKey(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for _, first := range []string{"bare", "quoted"} {
 		t.Run(first+" first", func(t *testing.T) {
 			key := uuid.NewString()
@@ -298,23 +299,23 @@ func TestQuotedAndBareKeysAreOneKey(t *testing.T) {
 			if first == "quoted" {
 				send, retry = quoted, bare
 			}
-			body := eventBody(t, uuid.NewString())
-			created := hs.post("alice", send, body)
+			body := apitest.EventBody(t, uuid.NewString())
+			created := hs.Post("alice", send, body)
 			if created.StatusCode != 201 {
 				t.Fatalf("first: %d %s", created.StatusCode, created.Body)
 			}
-			for _, env := range []*harness{hs, hs.newEnvironment()} {
-				again := env.post("alice", retry, body)
+			for _, env := range []*apitest.Harness{hs, hs.NewEnvironment()} {
+				again := env.Post("alice", retry, body)
 				if again.StatusCode != 201 || again.Headers["Idempotent-Replayed"] != "true" || again.Body != created.Body {
 					t.Fatalf("retry with %s: %d %v %s", retry, again.StatusCode, again.Headers, again.Body)
 				}
-				if other := env.post("alice", retry, eventBody(t, uuid.NewString())); other.StatusCode != 409 || other.Body != seedKeyReusedBody {
+				if other := env.Post("alice", retry, apitest.EventBody(t, uuid.NewString())); other.StatusCode != 409 || other.Body != apitest.SeedKeyReusedBody {
 					t.Fatalf("other body with %s: %d %s", retry, other.StatusCode, other.Body)
 				}
 			}
 		})
 	}
-	if n := len(hs.b.LedgerRecords(t)); n != 2 {
+	if n := len(hs.B.LedgerRecords(t)); n != 2 {
 		t.Fatalf("%d ledger records, want 2 (one per key)", n)
 	}
 }

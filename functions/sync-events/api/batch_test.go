@@ -14,16 +14,17 @@ import (
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 )
 
 // postBatch sends body to the batch endpoint.
-func (hs *harness) postBatch(user, key, body string) events.APIGatewayV2HTTPResponse {
-	hs.t.Helper()
-	req := apiRequest("POST", user, key, body)
+func postBatch(hs *apitest.Harness, user, key, body string) events.APIGatewayV2HTTPResponse {
+	hs.T.Helper()
+	req := apitest.Request("POST", user, key, body)
 	req.RawPath, req.RequestContext.HTTP.Path = api.BatchPath, api.BatchPath
-	return hs.do(req)
+	return hs.Do(req)
 }
 
 // batchOf is a batch body of sent, in order.
@@ -62,11 +63,11 @@ func errorDetails(t testing.TB, resp events.APIGatewayV2HTTPResponse, v any) {
 }
 
 func TestBatchStoresAllInOrderAndReplays(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	sent := someEvents(5)
 	key, body := uuid.NewString(), batchOf(sent)
-	first := hs.postBatch("alice", key, body)
-	wantResponse(t, first, 201, "")
+	first := postBatch(hs, "alice", key, body)
+	apitest.WantResponse(t, first, 201, "")
 	var created struct {
 		Events []struct{ ID, Type, OccurredAt, ReceivedAt string }
 	}
@@ -78,28 +79,28 @@ func TestBatchStoresAllInOrderAndReplays(t *testing.T) {
 			t.Fatalf("answer event %d is %+v, sent %s", i, c, sent[i].ID)
 		}
 	}
-	wantListed(t, hs.walk("alice", 2), sent)
+	wantListed(t, walk(hs, "alice", 2), sent)
 
-	again := hs.postBatch("alice", key, body)
+	again := postBatch(hs, "alice", key, body)
 	if again.StatusCode != 201 || again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
 		t.Fatalf("replay: %d %s %v", again.StatusCode, again.Body, again.Headers)
 	}
-	other := hs.postBatch("alice", key, batchOf(someEvents(5)))
+	other := postBatch(hs, "alice", key, batchOf(someEvents(5)))
 	if other.StatusCode != 409 || other.Body != `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}` {
 		t.Fatalf("other body: %d %s", other.StatusCode, other.Body)
 	}
-	missing := hs.postBatch("alice", "", body)
+	missing := postBatch(hs, "alice", "", body)
 	if missing.StatusCode != 400 || missing.Body != `{"error":"VALIDATION_FAILED","message":"Idempotency-Key header is required"}` {
 		t.Fatalf("no key: %d %s", missing.StatusCode, missing.Body)
 	}
-	wantListed(t, hs.walk("alice", 100), sent)
-	if n := hs.ledgerCount(); n != 1 {
+	wantListed(t, walk(hs, "alice", 100), sent)
+	if n := hs.LedgerCount(); n != 1 {
 		t.Fatalf("%d ledger records, want 1", n)
 	}
 }
 
 func TestBatchRefusedWholeNamesEachProblem(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	good := someEvents(3)
 	dup := good[0]
 	tests := []struct {
@@ -121,8 +122,8 @@ func TestBatchRefusedWholeNamesEachProblem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := hs.postBatch("bob", uuid.NewString(), tt.body)
-			wantResponse(t, resp, tt.status, string(tt.code))
+			resp := postBatch(hs, "bob", uuid.NewString(), tt.body)
+			apitest.WantResponse(t, resp, tt.status, string(tt.code))
 			if tt.want != nil {
 				var got []errcode.IndexedFieldError
 				errorDetails(t, resp, &got)
@@ -137,8 +138,8 @@ func TestBatchRefusedWholeNamesEachProblem(t *testing.T) {
 			}
 		})
 	}
-	if n := len(hs.b.StoredEvents(t)); n != 0 || hs.ledgerCount() != 0 {
-		t.Fatalf("%d events and %d records stored by refused batches", n, hs.ledgerCount())
+	if n := len(hs.B.StoredEvents(t)); n != 0 || hs.LedgerCount() != 0 {
+		t.Fatalf("%d events and %d records stored by refused batches", n, hs.LedgerCount())
 	}
 }
 
@@ -155,35 +156,35 @@ func paddedEvents(t testing.TB, n, size int) []sentEvent {
 // the 409 names every one of them, nothing is stored or recorded, and the
 // rest sent under a new key is stored.
 func TestBatchWithStoredEventsNamesThemAll(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	sent := someEvents(6)
-	wantResponse(t, hs.post("carol", uuid.NewString(), sent[1].body()), 201, "")
-	wantResponse(t, hs.postBatch("carol", uuid.NewString(), batchOf(sent[3:5])), 201, "")
+	apitest.WantResponse(t, hs.Post("carol", uuid.NewString(), sent[1].body()), 201, "")
+	apitest.WantResponse(t, postBatch(hs, "carol", uuid.NewString(), batchOf(sent[3:5])), 201, "")
 	key := uuid.NewString()
-	resp := hs.postBatch("carol", key, batchOf(sent))
-	wantResponse(t, resp, 409, string(errcode.EventAlreadyExists))
+	resp := postBatch(hs, "carol", key, batchOf(sent))
+	apitest.WantResponse(t, resp, 409, string(errcode.EventAlreadyExists))
 	var details struct{ IDs []string }
 	errorDetails(t, resp, &details)
 	if want := []string{sent[1].ID, sent[3].ID, sent[4].ID}; !slices.Equal(details.IDs, want) {
 		t.Fatalf("409 names %v, want %v", details.IDs, want)
 	}
-	if n := len(hs.b.StoredEvents(t)); n != 3 || hs.ledgerCount() != 2 {
-		t.Fatalf("%d events and %d records after the refused batch; want 3 and 2", n, hs.ledgerCount())
+	if n := len(hs.B.StoredEvents(t)); n != 3 || hs.LedgerCount() != 2 {
+		t.Fatalf("%d events and %d records after the refused batch; want 3 and 2", n, hs.LedgerCount())
 	}
 	rest := []sentEvent{sent[0], sent[2], sent[5]}
-	wantResponse(t, hs.postBatch("carol", uuid.NewString(), batchOf(rest)), 201, "")
-	if got := hs.stored()["carol"]; !slices.Equal(got, slices.Sorted(slices.Values(ids(sent)))) {
+	apitest.WantResponse(t, postBatch(hs, "carol", uuid.NewString(), batchOf(rest)), 201, "")
+	if got := hs.Stored()["carol"]; !slices.Equal(got, slices.Sorted(slices.Values(ids(sent)))) {
 		t.Fatalf("stored %v", got)
 	}
 	// The refused key was never recorded: it is free.
-	wantResponse(t, hs.postBatch("carol", key, batchOf(someEvents(2))), 201, "")
+	apitest.WantResponse(t, postBatch(hs, "carol", key, batchOf(someEvents(2))), 201, "")
 }
 
 // The largest batch, at the body limit and the count limit, made of the
 // characters that grow most on the way out, is stored and served back
 // unchanged by every page of GET.
 func TestLargestBatchThenEveryPage(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for _, tt := range []struct {
 		name  string
 		batch []sentEvent
@@ -197,9 +198,9 @@ func TestLargestBatchThenEveryPage(t *testing.T) {
 			if len(body) > api.MaxBatchBodyBytes {
 				t.Fatalf("a batch of %d bytes", len(body))
 			}
-			wantResponse(t, hs.postBatch(user, uuid.NewString(), body), 201, "")
-			wantListed(t, hs.walk(user, api.MaxPageSize), tt.batch)
-			wantListed(t, hs.walk(user, 7), tt.batch)
+			apitest.WantResponse(t, postBatch(hs, user, uuid.NewString(), body), 201, "")
+			wantListed(t, walk(hs, user, api.MaxPageSize), tt.batch)
+			wantListed(t, walk(hs, user, 7), tt.batch)
 		})
 	}
 }
@@ -220,9 +221,9 @@ func quotedToLimit(t testing.TB, limit int) []sentEvent {
 // from several devices through several environments, with answers lost
 // after commit: each event is stored once.
 func TestSingleAndBatchSendsOfTheSameEventsStoreEachOnce(t *testing.T) {
-	hs := newHarness(t)
-	envs := hs.environments(4)
-	hs.b.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.LostAnswer, Times: 10})
+	hs := apitest.New(t)
+	envs := hs.Environments(4)
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.LostAnswer, Times: 10})
 	sent := someEvents(60)
 	var wg sync.WaitGroup
 	for d := range 4 {
@@ -241,10 +242,10 @@ func TestSingleAndBatchSendsOfTheSameEventsStoreEachOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := hs.stored()["dora"]; !slices.Equal(got, slices.Sorted(slices.Values(ids(sent)))) {
+	if got := hs.Stored()["dora"]; !slices.Equal(got, slices.Sorted(slices.Values(ids(sent)))) {
 		t.Fatalf("stored %d events, sent %d distinct: %v", len(got), len(sent), got)
 	}
-	listed, _ := hs.drain("dora", "", 1000)
+	listed, _ := hs.Drain("dora", "", 1000)
 	if len(listed) != len(sent) {
 		t.Fatalf("listed %d", len(listed))
 	}
@@ -253,7 +254,7 @@ func TestSingleAndBatchSendsOfTheSameEventsStoreEachOnce(t *testing.T) {
 // sendUntilStored sends part as a client does: one event alone, several as
 // a batch under one key kept until answered; on a 409 naming stored events,
 // the rest under a new key; on a 503, the same again.
-func sendUntilStored(t *testing.T, env *harness, part []sentEvent) {
+func sendUntilStored(t *testing.T, env *apitest.Harness, part []sentEvent) {
 	key := uuid.NewString()
 	for attempt := 0; len(part) > 0; attempt++ {
 		if attempt > 50 {
@@ -262,9 +263,9 @@ func sendUntilStored(t *testing.T, env *harness, part []sentEvent) {
 		}
 		var resp events.APIGatewayV2HTTPResponse
 		if len(part) == 1 {
-			resp = env.post("dora", key, part[0].body())
+			resp = env.Post("dora", key, part[0].body())
 		} else {
-			resp = env.postBatch("dora", key, batchOf(part))
+			resp = postBatch(env, "dora", key, batchOf(part))
 		}
 		switch {
 		case resp.StatusCode == 201:

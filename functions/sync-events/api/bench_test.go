@@ -20,6 +20,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/eventlog"
@@ -66,7 +67,7 @@ func benchHandler(b *testing.B, transport http.RoundTripper) *api.Handler {
 func benchHandlerCache(b *testing.B, transport http.RoundTripper, cacheBytes int) *api.Handler {
 	b.Helper()
 	client := benchClient(b, transport)
-	cfg := tablesConfig(ddb.TableNames{Ledger: "ledger", Events: "events"})
+	cfg := apitest.TablesConfig(ddb.TableNames{Ledger: "ledger", Events: "events"})
 	cfg.ReplayCacheBytes = cacheBytes
 	return api.Wire(client, cfg, api.Output{Log: slog.New(slog.DiscardHandler)})
 }
@@ -87,7 +88,7 @@ func oneKBEvent(b *testing.B) (key, body string) {
 // BenchmarkHandler is the handler's own cost per request, in process.
 func BenchmarkHandler(b *testing.B) {
 	key, body := oneKBEvent(b)
-	req := apiRequest("POST", "alice", key, body)
+	req := apitest.Request("POST", "alice", key, body)
 	// The in-memory transport commits every transaction, so with no replay
 	// cache every request of the loop is fresh.
 	b.Run("fresh", func(b *testing.B) {
@@ -141,7 +142,7 @@ func BenchmarkHandler(b *testing.B) {
 	})
 	b.Run("refused", func(b *testing.B) {
 		h := benchHandler(b, memoryDynamoDB{})
-		bad := apiRequest("POST", "alice", "not-a-key", body)
+		bad := apitest.Request("POST", "alice", "not-a-key", body)
 		b.ReportAllocs()
 		for b.Loop() {
 			if resp, _ := h.Handle(context.Background(), bad); resp.StatusCode != 400 {
@@ -188,7 +189,7 @@ const callDelay = 4 * time.Millisecond
 // made by the same client. ns/op divided by callDelay is the round trips.
 func BenchmarkRoundTrips(b *testing.B) {
 	key, body := oneKBEvent(b)
-	req := apiRequest("POST", "alice", key, body)
+	req := apitest.Request("POST", "alice", key, body)
 	post := func(b *testing.B, h *api.Handler, replayed bool) {
 		b.Helper()
 		for b.Loop() {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 )
 
@@ -41,33 +42,33 @@ func TestFaultsConvergeToOneEvent(t *testing.T) {
 	for _, tt := range tests {
 		for _, times := range []int{1, sdkAttempts} {
 			t.Run(tt.name, func(t *testing.T) {
-				hs := newHarness(t)
-				rec := &recorder{}
+				hs := apitest.New(t)
+				rec := &apitest.Recorder{}
 				key, id := uuid.NewString(), uuid.NewString()
-				body := eventBody(t, id)
+				body := apitest.EventBody(t, id)
 				f := tt.fault
 				f.Op, f.Times = "TransactWriteItems", times
-				fault := hs.b.Transport.Inject(f)
+				fault := hs.B.Transport.Inject(f)
 
-				first := hs.send(rec, "alice", key, id, body)
+				first := hs.Send(rec, "alice", key, id, body)
 				injected[tt.name] += fault.Fired()
 				if fault.Fired() != times {
 					t.Fatalf("fault fired %d times, want %d", fault.Fired(), times)
 				}
 				switch {
-				case times < sdkAttempts && first.status != 201:
-					t.Fatalf("the SDK's retry should have absorbed one fault; got %d %s", first.status, first.body)
-				case times == sdkAttempts && first.status != 503:
-					t.Fatalf("got %d %s, want a retryable 503", first.status, first.body)
+				case times < sdkAttempts && first.Status != 201:
+					t.Fatalf("the SDK's retry should have absorbed one fault; got %d %s", first.Status, first.Body)
+				case times == sdkAttempts && first.Status != 503:
+					t.Fatalf("got %d %s, want a retryable 503", first.Status, first.Body)
 				}
-				if first.status == 503 {
-					hs.wantAllOrNothing(key, id, tt.committed)
+				if first.Status == 503 {
+					wantAllOrNothing(hs, key, id, tt.committed)
 				}
-				final := hs.retryingSend(rec, "alice", key, id, body, 5)
-				if final.status != 201 {
-					t.Fatalf("the client's retries ended on %d %s", final.status, final.body)
+				final := hs.RetryingSend(rec, "alice", key, id, body, 5)
+				if final.Status != 201 {
+					t.Fatalf("the client's retries ended on %d %s", final.Status, final.Body)
 				}
-				hs.checkInvariants(rec)
+				hs.CheckInvariants(rec)
 			})
 		}
 	}
@@ -76,15 +77,15 @@ func TestFaultsConvergeToOneEvent(t *testing.T) {
 
 // wantAllOrNothing checks that the event and its ledger record are either
 // both stored or both absent, and which one is expected.
-func (hs *harness) wantAllOrNothing(key, id string, stored bool) {
-	hs.t.Helper()
+func wantAllOrNothing(hs *apitest.Harness, key, id string, stored bool) {
+	hs.T.Helper()
 	ledger := false
-	for _, r := range hs.b.LedgerRecords(hs.t) {
+	for _, r := range hs.B.LedgerRecords(hs.T) {
 		ledger = ledger || r.Key == key
 	}
-	event := len(hs.stored()["alice"]) == 1 && hs.stored()["alice"][0] == id
+	event := len(hs.Stored()["alice"]) == 1 && hs.Stored()["alice"][0] == id
 	if ledger != event || ledger != stored {
-		hs.t.Fatalf("after the failure: ledger record %v, event %v; want both %v", ledger, event, stored)
+		hs.T.Fatalf("after the failure: ledger record %v, event %v; want both %v", ledger, event, stored)
 	}
 }
 
@@ -92,53 +93,53 @@ func (hs *harness) wantAllOrNothing(key, id string, stored bool) {
 // answer never comes. The handler gives up deadlineMargin before the Lambda
 // deadline and answers a retryable 503; the retry replays.
 func TestStalledAnswerAnswers503BeforeTheDeadline(t *testing.T) {
-	hs := newHarness(t)
-	rec := &recorder{}
+	hs := apitest.New(t)
+	rec := &apitest.Recorder{}
 	key, id := uuid.NewString(), uuid.NewString()
-	body := eventBody(t, id)
-	hs.b.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.StalledAnswer, Times: 1})
+	body := apitest.EventBody(t, id)
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.StalledAnswer, Times: 1})
 	const budget = 1500 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	req := apiRequest("POST", "alice", key, body)
-	resp, err := hs.h.Handle(ctx, req)
+	req := apitest.Request("POST", "alice", key, body)
+	resp, err := hs.H.Handle(ctx, req)
 	if err != nil || resp.StatusCode != 503 || resp.Headers["Retry-After"] == "" {
 		t.Fatalf("got %d %v %s, %v", resp.StatusCode, resp.Headers, resp.Body, err)
 	}
-	checkContract(t, req, resp)
+	apitest.CheckContract(t, req, resp)
 	if ctx.Err() != nil {
 		t.Fatal("the handler answered only after the deadline")
 	}
-	rec.add(exchangeOf("alice", key, id, body, resp))
-	hs.wantAllOrNothing(key, id, true)
-	if final := hs.retryingSend(rec, "alice", key, id, body, 3); final.status != 201 || !final.replayed {
-		t.Fatalf("retry: %d replayed=%v", final.status, final.replayed)
+	rec.Add(apitest.ExchangeOf("alice", key, id, body, resp))
+	wantAllOrNothing(hs, key, id, true)
+	if final := hs.RetryingSend(rec, "alice", key, id, body, 3); final.Status != 201 || !final.Replayed {
+		t.Fatalf("retry: %d replayed=%v", final.Status, final.Replayed)
 	}
-	hs.checkInvariants(rec)
+	hs.CheckInvariants(rec)
 }
 
 // TestFaultsOnReads: the fallback GetItem of a replay and the Query of a GET
 // page fail; both answer 503 and nothing changes.
 func TestFaultsOnReads(t *testing.T) {
-	hs := newHarness(t)
-	rec := &recorder{}
+	hs := apitest.New(t)
+	rec := &apitest.Recorder{}
 	key, id := uuid.NewString(), uuid.NewString()
-	body := eventBody(t, id)
-	wantResponse(t, hs.post("alice", key, body), 201, "")
+	body := apitest.EventBody(t, id)
+	apitest.WantResponse(t, hs.Post("alice", key, body), 201, "")
 	for _, op := range []string{"GetItem", "Query"} {
-		hs.b.Transport.Reset()
-		f := hs.b.Transport.Inject(ddbtest.Fault{Op: op, Kind: ddbtest.Refused, Times: sdkAttempts})
-		var resp = hs.get("alice", nil)
+		hs.B.Transport.Reset()
+		f := hs.B.Transport.Inject(ddbtest.Fault{Op: op, Kind: ddbtest.Refused, Times: sdkAttempts})
+		var resp = hs.Get("alice", nil)
 		if op == "GetItem" {
-			resp = hs.post("alice", key, body)
+			resp = hs.Post("alice", key, body)
 		}
 		if f.Fired() == 0 {
 			t.Logf("%s: this backend returned the item with the failed condition, no read to fail", op)
 			continue
 		}
-		wantResponse(t, resp, 503, string(errcode.ServiceUnavailable))
+		apitest.WantResponse(t, resp, 503, string(errcode.ServiceUnavailable))
 	}
-	hs.b.Transport.Reset()
-	rec.add(exchangeOf("alice", key, id, body, hs.post("alice", key, body)))
-	hs.checkInvariants(rec)
+	hs.B.Transport.Reset()
+	rec.Add(apitest.ExchangeOf("alice", key, id, body, hs.Post("alice", key, body)))
+	hs.CheckInvariants(rec)
 }

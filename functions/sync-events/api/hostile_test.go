@@ -3,14 +3,16 @@ package api_test
 import (
 	"encoding/base64"
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"strings"
 	"testing"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 )
 
@@ -178,25 +180,25 @@ func hostileCases() []hostileCase {
 // backend: the expected status and code, never a 5xx, and no write for
 // anything refused.
 func TestHostileInput(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	cases := hostileCases()
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases", len(cases))
 	}
 	var keys []string
-	writes := func() int { return hs.ledgerCount() + len(hs.b.StoredEvents(t)) }
+	writes := func() int { return hs.LedgerCount() + len(hs.B.StoredEvents(t)) }
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			key := uuid.NewString()
 			keys = append(keys, key)
-			req := apiRequest("POST", "alice", key, eventBody(t, uuid.NewString()))
+			req := apitest.Request("POST", "alice", key, apitest.EventBody(t, uuid.NewString()))
 			tc.change(&req)
 			before := writes()
-			resp := hs.do(req)
+			resp := hs.Do(req)
 			if resp.StatusCode >= 500 {
 				t.Fatalf("a 5xx: %d %s", resp.StatusCode, resp.Body)
 			}
-			wantResponse(t, resp, tc.status, tc.code)
+			apitest.WantResponse(t, resp, tc.status, tc.code)
 			if !strings.HasPrefix(resp.Body, `{"`) || resp.Headers["Content-Type"] != "application/json" {
 				t.Fatalf("not a JSON answer: %v %s", resp.Headers, resp.Body)
 			}
@@ -208,35 +210,33 @@ func TestHostileInput(t *testing.T) {
 			}
 		})
 	}
-	if got := hs.stored(); len(got) != 1 || len(got["alice"]) == 0 {
+	if got := hs.Stored(); len(got) != 1 || len(got["alice"]) == 0 {
 		t.Fatalf("events stored for %v; only alice's identity may be used", got)
 	}
-	hs.wantCleanLogs(keys, "Groceries", "alice", "mallory", "Bearer")
+	wantCleanLogs(hs, keys, "Groceries", "alice", "mallory", "Bearer")
 }
 
 // wantCleanLogs checks the logs hold no full key and none of the given
 // strings (bodies, user ids, tokens).
-func (hs *harness) wantCleanLogs(keys []string, forbidden ...string) {
-	hs.t.Helper()
-	hs.logMu.Lock()
-	logs, metricLines := hs.logs.String(), hs.metrics.String()
-	hs.logMu.Unlock()
+func wantCleanLogs(hs *apitest.Harness, keys []string, forbidden ...string) {
+	hs.T.Helper()
+	logs, metricLines := hs.Logs(), hs.Metrics()
 	if !strings.Contains(logs, `"idempotency_outcome"`) || !strings.Contains(logs, `"request_id"`) {
-		hs.t.Fatalf("the logs lack the outcome or the request id:\n%.500s", logs)
+		hs.T.Fatalf("the logs lack the outcome or the request id:\n%.500s", logs)
 	}
 	if !strings.Contains(metricLines, `"_aws"`) {
-		hs.t.Fatalf("no metrics lines:\n%.500s", metricLines)
+		hs.T.Fatalf("no metrics lines:\n%.500s", metricLines)
 	}
 	// The metrics lines go to the same log: they are held to the same rule.
 	logs += metricLines
 	for _, k := range keys {
 		if strings.Contains(strings.ToLower(logs), strings.ToLower(k)) {
-			hs.t.Errorf("a full idempotency key is in the logs: %s", k)
+			hs.T.Errorf("a full idempotency key is in the logs: %s", k)
 		}
 	}
 	for _, f := range forbidden {
 		if strings.Contains(logs, f) {
-			hs.t.Errorf("the logs contain %q", f)
+			hs.T.Errorf("the logs contain %q", f)
 		}
 	}
 }

@@ -3,10 +3,11 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -59,22 +61,22 @@ func pad(t testing.TB, e sentEvent, size int, filler string) sentEvent {
 // Finding 1: the deepest payload POST accepts is served by every GET page
 // holding it, and the events after it stay reachable.
 func TestDeepestAcceptedPayloadIsServed(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	deep := event(nested(syncevent.MaxPayloadDepth))
 	sent := []sentEvent{event(`{"n":1}`), deep, event(`{"n":2}`)}
-	hs.pushAll("deep", sent)
-	wantListed(t, hs.walk("deep", 1), sent)
-	wantListed(t, hs.walk("deep", 50), sent)
+	pushAll(hs, "deep", sent)
+	wantListed(t, walk(hs, "deep", 1), sent)
+	wantListed(t, walk(hs, "deep", 50), sent)
 
 	// Up to the decoder's own limit the payload is named; past it, the body.
 	for _, levels := range []int{syncevent.MaxPayloadDepth + 1, 9998, 9999, 10000} {
-		resp := hs.post("deep", uuid.NewString(), event(nested(levels)).body())
-		wantResponse(t, resp, 400, string(errcode.ValidationFailed))
+		resp := hs.Post("deep", uuid.NewString(), event(nested(levels)).body())
+		apitest.WantResponse(t, resp, 400, string(errcode.ValidationFailed))
 		if field := map[bool]string{true: "payload", false: "body"}[levels < 10000]; !strings.Contains(resp.Body, `"field":"`+field+`"`) {
 			t.Fatalf("%d levels: %.300s", levels, resp.Body)
 		}
 	}
-	wantListed(t, hs.walk("deep", 1), sent)
+	wantListed(t, walk(hs, "deep", 1), sent)
 }
 
 // Finding 2: pages are bounded by bytes as the Lambda response carries
@@ -91,15 +93,15 @@ func TestPagesFitALambdaResponse(t *testing.T) {
 		{"escaped controls", `\u0001`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hs := newHarness(t)
+			hs := apitest.New(t)
 			var sent []sentEvent
 			for range 28 {
 				sent = append(sent, padded(t, 250_000, tc.filler))
 			}
-			hs.pushAll("big", sent)
-			got := hs.walk("big", api.DefaultPageSize)
+			pushAll(hs, "big", sent)
+			got := walk(hs, "big", api.DefaultPageSize)
 			wantListed(t, got, sent)
-			first := hs.get("big", nil)
+			first := hs.Get("big", nil)
 			var n int
 			if n = strings.Count(first.Body, `"id":`); n >= 28 {
 				t.Fatalf("the first page holds all %d events", n)
@@ -112,12 +114,12 @@ func TestPagesFitALambdaResponse(t *testing.T) {
 // Finding 2, the other edge: the largest event POST accepts fits a page,
 // even made of the characters that grow most in the Lambda response.
 func TestLargestAcceptedEventFitsAPage(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for _, filler := range []string{`\"`, `\\`, "\u2028", `\u0001`, "x"} {
 		e := padded(t, config.DefaultMaxBodyBytes, filler)
 		user := "max-" + uuid.NewString()
-		hs.pushAll(user, []sentEvent{e})
-		wantListed(t, hs.walk(user, 1), []sentEvent{e})
+		pushAll(hs, user, []sentEvent{e})
+		wantListed(t, walk(hs, user, 1), []sentEvent{e})
 	}
 }
 
@@ -125,17 +127,17 @@ func TestLargestAcceptedEventFitsAPage(t *testing.T) {
 // stands in every member name and value; each error path runs once.
 func TestErrorLogsCarryNoPayload(t *testing.T) {
 	const marker = "marker-7f3a@example.com"
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	body := func() string {
 		return event(`{"` + marker + `":"` + marker + `","n":[{"` + marker + `":1}]}`).body()
 	}
 	key := uuid.NewString()
-	wantResponse(t, hs.post("user-9c1d", key, body()), 201, "")
-	wantResponse(t, hs.post("user-9c1d", key, body()), 409, string(errcode.KeyReused))
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"`+marker+`":1}`), 400, string(errcode.ValidationFailed))
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), `{"id":"`+marker+`",`), 400, string(errcode.ValidationFailed))
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(`{"`+marker+`":"\uffff"}`).body()), 400, string(errcode.ValidationFailed))
-	wantResponse(t, hs.post("user-9c1d", uuid.NewString(), event(nested(syncevent.MaxPayloadDepth+1)).body()), 400, string(errcode.ValidationFailed))
+	apitest.WantResponse(t, hs.Post("user-9c1d", key, body()), 201, "")
+	apitest.WantResponse(t, hs.Post("user-9c1d", key, body()), 409, string(errcode.KeyReused))
+	apitest.WantResponse(t, hs.Post("user-9c1d", uuid.NewString(), `{"`+marker+`":1}`), 400, string(errcode.ValidationFailed))
+	apitest.WantResponse(t, hs.Post("user-9c1d", uuid.NewString(), `{"id":"`+marker+`",`), 400, string(errcode.ValidationFailed))
+	apitest.WantResponse(t, hs.Post("user-9c1d", uuid.NewString(), event(`{"`+marker+`":"\uffff"}`).body()), 400, string(errcode.ValidationFailed))
+	apitest.WantResponse(t, hs.Post("user-9c1d", uuid.NewString(), event(nested(syncevent.MaxPayloadDepth+1)).body()), 400, string(errcode.ValidationFailed))
 
 	faults := []struct {
 		op     string
@@ -151,35 +153,33 @@ func TestErrorLogsCarryNoPayload(t *testing.T) {
 	}
 	for _, f := range faults {
 		f.fault.Op = f.op
-		hs.b.Transport.Inject(f.fault)
+		hs.B.Transport.Inject(f.fault)
 		var resp events.APIGatewayV2HTTPResponse
 		if f.op == "Query" {
-			resp = hs.get("user-9c1d", nil)
+			resp = hs.Get("user-9c1d", nil)
 		} else {
-			resp = hs.post("user-9c1d", uuid.NewString(), body())
+			resp = hs.Post("user-9c1d", uuid.NewString(), body())
 		}
-		wantResponse(t, resp, f.status, "")
+		apitest.WantResponse(t, resp, f.status, "")
 	}
 	// A stored item this code could not have written: its payload is not
 	// JSON, and the encoder's error would quote the marker.
 	putRawEvent(t, hs, "user-9c1d", `{"`+marker+`":[}`)
-	wantResponse(t, hs.get("user-9c1d", nil), 500, string(errcode.Internal))
-	hs.logMu.Lock()
-	errorLines := strings.Count(hs.logs.String(), `"error":"`)
-	hs.logMu.Unlock()
+	apitest.WantResponse(t, hs.Get("user-9c1d", nil), 500, string(errcode.Internal))
+	errorLines := strings.Count(hs.Logs(), `"error":"`)
 	if errorLines < len(faults)+1 {
 		t.Fatalf("%d log lines with an error, want at least %d", errorLines, len(faults)+1)
 	}
-	hs.wantCleanLogs(nil, marker, "user-9c1d")
+	wantCleanLogs(hs, nil, marker, "user-9c1d")
 }
 
 // putRawEvent stores an event item straight into the table, with payload
 // as its payload attribute, at the head of user's receive order.
-func putRawEvent(t testing.TB, hs *harness, user, payload string) {
+func putRawEvent(t testing.TB, hs *apitest.Harness, user, payload string) {
 	t.Helper()
 	id := uuid.NewString()
-	_, err := hs.b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(hs.b.Tables.Events),
+	_, err := hs.B.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(hs.B.Tables.Events),
 		Item: map[string]types.AttributeValue{
 			"user_id": &types.AttributeValueMemberS{Value: user}, "event_id": &types.AttributeValueMemberS{Value: id},
 			"received_key": &types.AttributeValueMemberS{Value: "2000-01-01T00:00:00.000Z#" + id},
@@ -195,15 +195,15 @@ func putRawEvent(t testing.TB, hs *harness, user, payload string) {
 // Finding 4: every failure's message is true for the request it answers:
 // a read has no key and stores nothing.
 func TestFailureMessagesFitTheMethod(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	putRawEvent(t, hs, "broken", `{"a":[}`)
-	read500 := hs.get("broken", nil)
-	hs.b.Transport.Inject(ddbtest.Fault{Op: "Query", Kind: ddbtest.ServiceError, Code: "InternalServerError", Status: 500, Times: sdkAttempts})
-	read503 := hs.get("reader", nil)
-	hs.b.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.ServiceError, Code: "ValidationException", Status: 400, Times: 1})
-	write500 := hs.post("writer", uuid.NewString(), event(`{}`).body())
-	hs.b.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.ServiceError, Code: "InternalServerError", Status: 500, Times: sdkAttempts})
-	write503 := hs.post("writer", uuid.NewString(), event(`{}`).body())
+	read500 := hs.Get("broken", nil)
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "Query", Kind: ddbtest.ServiceError, Code: "InternalServerError", Status: 500, Times: sdkAttempts})
+	read503 := hs.Get("reader", nil)
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.ServiceError, Code: "ValidationException", Status: 400, Times: 1})
+	write500 := hs.Post("writer", uuid.NewString(), event(`{}`).body())
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.ServiceError, Code: "InternalServerError", Status: 500, Times: sdkAttempts})
+	write503 := hs.Post("writer", uuid.NewString(), event(`{}`).body())
 	for _, tc := range []struct {
 		name   string
 		resp   events.APIGatewayV2HTTPResponse
@@ -213,7 +213,7 @@ func TestFailureMessagesFitTheMethod(t *testing.T) {
 		{"GET 500", read500, 500, false}, {"GET 503", read503, 503, false},
 		{"POST 500", write500, 500, true}, {"POST 503", write503, 503, true},
 	} {
-		wantResponse(t, tc.resp, tc.status, "")
+		apitest.WantResponse(t, tc.resp, tc.status, "")
 		speaksOfWrites := strings.Contains(tc.resp.Body, "Idempotency-Key") || strings.Contains(tc.resp.Body, "stored")
 		if speaksOfWrites != tc.write {
 			t.Errorf("%s: %s", tc.name, tc.resp.Body)
@@ -225,34 +225,34 @@ func TestFailureMessagesFitTheMethod(t *testing.T) {
 // internal/idempotency; finding 6 in internal/syncevent, and here: each
 // legal form of occurredAt comes back as sent, each illegal one is a 400.
 func TestOccurredAtComesBackAsSent(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	var sent []sentEvent
 	for _, at := range []string{"2026-12-02t14:03:00z", "2016-12-31T23:59:60Z", "2026-12-02T14:03:00.123456789012-00:00", "2026-12-02T14:03:00+23:59"} {
 		e := event(`{}`)
 		e.OccurredAt = at
 		sent = append(sent, e)
 	}
-	hs.pushAll("times", sent)
-	wantListed(t, hs.walk("times", 10), sent)
+	pushAll(hs, "times", sent)
+	wantListed(t, walk(hs, "times", 10), sent)
 	for _, at := range []string{"2026-12-02T14:03:00,5Z", "2026-12-02T14:03:00+24:00", "2026-12-02T14:03:00+01:60", "2026-12-02T4:03:00Z", "2026-12-02 14:03:00Z"} {
 		e := event(`{}`)
 		e.OccurredAt = at
-		wantResponse(t, hs.post("times", uuid.NewString(), e.body()), 400, string(errcode.ValidationFailed))
+		apitest.WantResponse(t, hs.Post("times", uuid.NewString(), e.body()), 400, string(errcode.ValidationFailed))
 	}
 }
 
 // Finding 7: numbers come back spelled as sent, beyond what a double holds
 // too; a number no double can hold at all (overflow) is a 400.
 func TestNumbersComeBackAsSent(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	spellings := []string{"9007199254740993", "1e-400", "-0", "-0.0", "1E+2", "0.10000000000000001", "1.50",
 		"123456789012345678901234567890", "5e-324", "1.7976931348623157e308", "-1.5e-7"}
 	var sent []sentEvent
 	for _, n := range spellings {
 		sent = append(sent, event(`{"n":`+n+`,"in":[`+n+`,{"m":`+n+`}]}`))
 	}
-	hs.pushAll("numbers", sent)
-	got := hs.walk("numbers", 100)
+	pushAll(hs, "numbers", sent)
+	got := walk(hs, "numbers", 100)
 	wantListed(t, got, sent)
 	for i := range got {
 		if !strings.Contains(string(got[i].Payload), `"n":`) {
@@ -260,15 +260,15 @@ func TestNumbersComeBackAsSent(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"1e400", "-1e309"} {
-		wantResponse(t, hs.post("numbers", uuid.NewString(), event(`{"n":`+n+`}`).body()), 400, string(errcode.ValidationFailed))
+		apitest.WantResponse(t, hs.Post("numbers", uuid.NewString(), event(`{"n":`+n+`}`).body()), 400, string(errcode.ValidationFailed))
 	}
 	// The hash is RFC 8785's: a retry that spells a number otherwise is the
 	// same request, and is answered with the replay.
 	key := uuid.NewString()
 	e := event(`{"n":1.0}`)
-	first := hs.post("numbers", key, e.body())
+	first := hs.Post("numbers", key, e.body())
 	e.Payload = `{"n":1}`
-	again := hs.post("numbers", key, e.body())
+	again := hs.Post("numbers", key, e.body())
 	if again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
 		t.Fatalf("a respelled number is not a replay: %d %s", again.StatusCode, again.Body)
 	}
@@ -277,16 +277,16 @@ func TestNumbersComeBackAsSent(t *testing.T) {
 // Finding 8: a caller id DynamoDB would refuse as a partition key is
 // refused before anything is sent, on both methods.
 func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	longest := strings.Repeat("u", dynamodbstore.MaxPartitionKeyBytes)
 	e := event(`{}`)
-	hs.pushAll(longest, []sentEvent{e})
-	wantListed(t, hs.walk(longest, 10), []sentEvent{e})
+	pushAll(hs, longest, []sentEvent{e})
+	wantListed(t, walk(hs, longest, 10), []sentEvent{e})
 	for _, sub := range []string{longest + "u", strings.Repeat("é", dynamodbstore.MaxPartitionKeyBytes/2+1), "bad\xffutf8"} {
-		before := hs.b.Transport.Total()
-		wantResponse(t, hs.post(sub, uuid.NewString(), event(`{}`).body()), 403, string(errcode.CallerIDUnsupported))
-		wantResponse(t, hs.get(sub, nil), 403, string(errcode.CallerIDUnsupported))
-		if calls := hs.b.Transport.Total() - before; calls != 0 {
+		before := hs.B.Transport.Total()
+		apitest.WantResponse(t, hs.Post(sub, uuid.NewString(), event(`{}`).body()), 403, string(errcode.CallerIDUnsupported))
+		apitest.WantResponse(t, hs.Get(sub, nil), 403, string(errcode.CallerIDUnsupported))
+		if calls := hs.B.Transport.Total() - before; calls != 0 {
 			t.Fatalf("%d DynamoDB calls for a caller id it would refuse", calls)
 		}
 	}
@@ -300,7 +300,7 @@ func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
 // only on the generated domain, where API Gateway puts it.
 func TestStageIsStrippedOnlyWhereAPIGatewayAddsIt(t *testing.T) {
 	const generated, custom = "abc123def4.execute-api.eu-west-1.amazonaws.com", "sync.example.com"
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for _, tc := range []struct {
 		name, domain, stage, routeKey, path string
 		status                              int
@@ -316,11 +316,11 @@ func TestStageIsStrippedOnlyWhereAPIGatewayAddsIt(t *testing.T) {
 		{"catch-all route behind a base path mapping", custom, "prod", "GET /{proxy+}", "/v2" + api.EventsPath, 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := apiRequest("GET", "stage-user", "", "")
+			req := apitest.Request("GET", "stage-user", "", "")
 			req.RequestContext.DomainName, req.RequestContext.Stage = tc.domain, tc.stage
 			req.RouteKey, req.RequestContext.RouteKey = tc.routeKey, tc.routeKey
 			req.RawPath, req.RequestContext.HTTP.Path = tc.path, tc.path
-			wantResponse(t, hs.do(req), tc.status, "")
+			apitest.WantResponse(t, hs.Do(req), tc.status, "")
 		})
 	}
 }
@@ -328,25 +328,25 @@ func TestStageIsStrippedOnlyWhereAPIGatewayAddsIt(t *testing.T) {
 // Finding 10: a user's item collection at DynamoDB's 10 GB is its own,
 // non-retryable answer; nothing is written, nothing recorded.
 func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	for i, f := range []ddbtest.Fault{
 		{Code: "TransactionCanceledException", Status: 400, Reasons: []string{"None", "ItemCollectionSizeLimitExceeded"}},
 		{Code: "ItemCollectionSizeLimitExceededException", Status: 400},
 	} {
 		f.Op, f.Kind, f.Times = "TransactWriteItems", ddbtest.ServiceError, 1
-		hs.b.Transport.Inject(f)
+		hs.B.Transport.Inject(f)
 		key, body, user := uuid.NewString(), event(`{}`).body(), fmt.Sprint("full-", i)
-		records := hs.ledgerCount()
-		resp := hs.post(user, key, body)
-		wantResponse(t, resp, http.StatusConflict, string(errcode.StorageFull))
+		records := hs.LedgerCount()
+		resp := hs.Post(user, key, body)
+		apitest.WantResponse(t, resp, http.StatusConflict, string(errcode.StorageFull))
 		if resp.Headers["Retry-After"] != "" {
 			t.Fatalf("a Retry-After on an answer that retrying cannot change")
 		}
-		if n := len(hs.stored()[user]); n != 0 || hs.ledgerCount() != records {
-			t.Fatalf("%s: %d events and %d records stored", f.Code, n, hs.ledgerCount()-records)
+		if n := len(hs.Stored()[user]); n != 0 || hs.LedgerCount() != records {
+			t.Fatalf("%s: %d events and %d records stored", f.Code, n, hs.LedgerCount()-records)
 		}
 		// Once there is room again, the same key goes through.
-		wantResponse(t, hs.post(user, key, body), 201, "")
+		apitest.WantResponse(t, hs.Post(user, key, body), 201, "")
 	}
 }
 
@@ -354,28 +354,28 @@ func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
 // type, every character of it escaped, the longest occurredAt, the largest
 // body. Replays and the 409 are byte for byte.
 func TestLargestAnswersReplayByteForByte(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	e := event(`{}`)
 	e.Type = strings.Repeat("\u0001", syncevent.MaxTypeLen)
 	e.OccurredAt = "2026-12-02T14:03:00." + strings.Repeat("9", syncevent.MaxOccurredAtLen-21) + "Z"
 	e = pad(t, e, config.DefaultMaxBodyBytes, `\"`)
 	key := uuid.NewString()
-	first := hs.post("largest", key, e.body())
-	wantResponse(t, first, 201, "")
+	first := hs.Post("largest", key, e.body())
+	apitest.WantResponse(t, first, 201, "")
 	if !strings.Contains(first.Body, strings.Repeat(`\u0001`, syncevent.MaxTypeLen)) {
 		t.Fatalf("201 body %s", first.Body)
 	}
 	for range 2 {
-		again := hs.post("largest", key, e.body())
+		again := hs.Post("largest", key, e.body())
 		if again.StatusCode != 201 || again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
 			t.Fatalf("replay %d %s, first %s", again.StatusCode, again.Body, first.Body)
 		}
 	}
 	other := e
 	other.Payload = `{"other":true}`
-	conflict := hs.post("largest", key, other.body())
-	if conflict.StatusCode != 409 || conflict.Body != seedKeyReusedBody {
+	conflict := hs.Post("largest", key, other.body())
+	if conflict.StatusCode != 409 || conflict.Body != apitest.SeedKeyReusedBody {
 		t.Fatalf("409 %s", conflict.Body)
 	}
-	wantListed(t, hs.walk("largest", 1), []sentEvent{e})
+	wantListed(t, walk(hs, "largest", 1), []sentEvent{e})
 }

@@ -1,50 +1,25 @@
 package api_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
-
-// metricsLine is the part of a metrics line the tests read.
-type metricsLine struct {
-	Outcome, ErrorCode                 string
-	Requests, DynamoDBCalls            int
-	DynamoDBRetries, DynamoDBThrottles int
-	TransactionConflictRetries, Events int
-	Latency, DynamoDBLatency           float64
-	RequestID                          string `json:"request_id"`
-}
-
-// lastMetrics is the metrics line of hs's latest request.
-func (hs *harness) lastMetrics(t *testing.T) (metricsLine, string) {
-	t.Helper()
-	hs.logMu.Lock()
-	lines := bytes.Split(bytes.TrimSpace(hs.metrics.Bytes()), []byte("\n"))
-	hs.logMu.Unlock()
-	raw := lines[len(lines)-1]
-	var m metricsLine
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("metrics line %s: %v", raw, err)
-	}
-	return m, string(raw)
-}
 
 // TestMetricsLinePerRequest: each request writes one metrics line, whose
 // Outcome and ErrorCode say what the client was answered and whose DynamoDB
 // figures are what the request cost, counted at the SDK.
 func TestMetricsLinePerRequest(t *testing.T) {
-	hs := newHarness(t)
-	rec := &recorder{}
+	hs := apitest.New(t)
+	rec := &apitest.Recorder{}
 	key, id := uuid.NewString(), uuid.NewString()
-	body := eventBody(t, id)
+	body := apitest.EventBody(t, id)
 	throttle := ddbtest.Fault{Kind: ddbtest.ServiceError, Code: "ThrottlingException", Status: http.StatusBadRequest, Op: "TransactWriteItems", Times: sdkAttempts}
 	steps := []struct {
 		name    string
@@ -55,20 +30,20 @@ func TestMetricsLinePerRequest(t *testing.T) {
 		retries int
 		events  int // events the request carried
 	}{
-		{"fresh", func() { hs.send(rec, "alice", key, id, body) }, "executed", "", 1, 0, 1},
-		{"replay, answered from memory", func() { hs.send(rec, "alice", key, id, body) }, "replayed", "", 0, 0, 1},
-		{"same key, other body", func() { hs.send(rec, "alice", key, id, eventBody(t, uuid.NewString())) }, "key_reused", "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD", 0, 0, 1},
-		{"no key", func() { hs.post("alice", "", body) }, "refused", "VALIDATION_FAILED", 0, 0, 0},
-		{"a page", func() { hs.get("alice", nil) }, "read", "", 1, 0, 0},
-		{"a batch of 7", func() { hs.postBatch("alice", uuid.NewString(), batchOf(someEvents(7))) }, "executed", "", 1, 0, 7},
+		{"fresh", func() { hs.Send(rec, "alice", key, id, body) }, "executed", "", 1, 0, 1},
+		{"replay, answered from memory", func() { hs.Send(rec, "alice", key, id, body) }, "replayed", "", 0, 0, 1},
+		{"same key, other body", func() { hs.Send(rec, "alice", key, id, apitest.EventBody(t, uuid.NewString())) }, "key_reused", "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD", 0, 0, 1},
+		{"no key", func() { hs.Post("alice", "", body) }, "refused", "VALIDATION_FAILED", 0, 0, 0},
+		{"a page", func() { hs.Get("alice", nil) }, "read", "", 1, 0, 0},
+		{"a batch of 7", func() { postBatch(hs, "alice", uuid.NewString(), batchOf(someEvents(7))) }, "executed", "", 1, 0, 7},
 		{"throttled every attempt", func() {
-			hs.b.Transport.Inject(throttle)
-			hs.send(rec, "alice", uuid.NewString(), uuid.NewString(), eventBody(t, uuid.NewString()))
+			hs.B.Transport.Inject(throttle)
+			hs.Send(rec, "alice", uuid.NewString(), uuid.NewString(), apitest.EventBody(t, uuid.NewString()))
 		}, "error", "SERVICE_UNAVAILABLE", 1, sdkAttempts - 1, 1},
 	}
 	for _, s := range steps {
 		s.send()
-		m, raw := hs.lastMetrics(t)
+		m, raw := hs.LastMetrics(t)
 		if m.Outcome != s.outcome || m.ErrorCode != s.code || m.Requests != 1 {
 			t.Errorf("%s: Outcome %q ErrorCode %q Requests %d, want %q %q 1", s.name, m.Outcome, m.ErrorCode, m.Requests, s.outcome, s.code)
 		}
@@ -115,11 +90,11 @@ func TestMetricsCountConflictRetries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			hs := newHarness(t)
-			hs.b.Transport.Inject(conflict(tt.conflicts))
+			hs := apitest.New(t)
+			hs.B.Transport.Inject(conflict(tt.conflicts))
 			id := uuid.NewString()
-			hs.post("alice", uuid.NewString(), eventBody(t, id))
-			m, _ := hs.lastMetrics(t)
+			hs.Post("alice", uuid.NewString(), apitest.EventBody(t, id))
+			m, _ := hs.LastMetrics(t)
 			if m.Outcome != tt.outcome || m.TransactionConflictRetries != tt.retries {
 				t.Fatalf("Outcome %q with %d conflict retries, want %q with %d", m.Outcome, m.TransactionConflictRetries, tt.outcome, tt.retries)
 			}

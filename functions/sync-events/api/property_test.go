@@ -10,6 +10,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -89,37 +90,37 @@ func edgeEvents(t testing.TB, r *rand.Rand) []sentEvent {
 // every event comes back as sent, once, in order, and no page fails or
 // passes the byte budget.
 func TestPushThenPullAtEveryLimit(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	r := rand.New(rand.NewPCG(8, 8))
 	sent := edgeEvents(t, r)
 	for i, e := range sent {
 		key := uuid.NewString()
-		first := hs.post("edges", key, e.body())
+		first := hs.Post("edges", key, e.body())
 		if first.StatusCode != 201 {
 			t.Fatalf("event %d (%d bytes): %d %.300s", i, len(e.body()), first.StatusCode, first.Body)
 		}
-		if again := hs.post("edges", key, e.body()); again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
+		if again := hs.Post("edges", key, e.body()); again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
 			t.Fatalf("event %d: replay %d %.300s", i, again.StatusCode, again.Body)
 		}
 	}
 	for _, limit := range []int{1, 3, api.DefaultPageSize, api.MaxPageSize} {
-		wantListed(t, hs.walk("edges", limit), sent)
+		wantListed(t, walk(hs, "edges", limit), sent)
 	}
 	// The same edges again, as the largest batches they make.
 	again := edgeEvents(t, r)
 	batches := largestBatches(again)
 	for i, b := range batches {
 		key, body := uuid.NewString(), batchOf(b)
-		first := hs.postBatch("edges-batched", key, body)
+		first := postBatch(hs, "edges-batched", key, body)
 		if first.StatusCode != 201 {
 			t.Fatalf("batch %d (%d events, %d bytes): %d %.300s", i, len(b), len(body), first.StatusCode, first.Body)
 		}
-		if replay := hs.postBatch("edges-batched", key, body); replay.Body != first.Body || replay.Headers["Idempotent-Replayed"] != "true" {
+		if replay := postBatch(hs, "edges-batched", key, body); replay.Body != first.Body || replay.Headers["Idempotent-Replayed"] != "true" {
 			t.Fatalf("batch %d: replay %d %.300s", i, replay.StatusCode, replay.Body)
 		}
 	}
 	for _, limit := range []int{1, 3, api.DefaultPageSize, api.MaxPageSize} {
-		wantListed(t, hs.walk("edges-batched", limit), again)
+		wantListed(t, walk(hs, "edges-batched", limit), again)
 	}
 	t.Logf("%d events at the edges, sent alone and in %d batches, walked at 4 page sizes", len(sent), len(batches))
 }
@@ -142,17 +143,17 @@ func largestBatches(sent []sentEvent) [][]sentEvent {
 // answered 201 is listed back as sent, alone on its page; what is refused
 // leaves nothing to list.
 func FuzzPushThenPull(f *testing.F) {
-	hs := newHarness(f)
+	hs := apitest.New(f)
 	f.Fuzz(func(t *testing.T, payload []byte, typ, occurredAt string) {
-		hs := hs.forTest(t)
+		hs := hs.ForTest(t)
 		e := sentEvent{ID: uuid.NewString(), Type: strings.ToValidUTF8(typ, "\ufffd"),
 			OccurredAt: strings.ToValidUTF8(occurredAt, "\ufffd"), Payload: string(payload)}
 		user, key := "fuzz-"+uuid.NewString(), uuid.NewString()
-		resp := hs.post(user, key, e.body())
+		resp := hs.Post(user, key, e.body())
 		if resp.StatusCode >= 500 {
 			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
 		}
-		got := hs.walk(user, 1)
+		got := walk(hs, user, 1)
 		if resp.StatusCode != 201 {
 			if len(got) != 0 {
 				t.Fatalf("refused with %d, yet %d events listed", resp.StatusCode, len(got))
@@ -162,20 +163,20 @@ func FuzzPushThenPull(f *testing.F) {
 		wantListed(t, got, []sentEvent{e})
 		// The embedded backend copies whole tables per transaction: keep
 		// them small, so that executions stay fast as the run goes on.
-		hs.forget(user, key, e.ID)
+		hs.Forget(user, key, e.ID)
 
 		// The same event in a batch, after a plain one: both, or neither.
 		plain := event(`{}`)
 		e.ID = uuid.NewString()
 		batched := []sentEvent{plain, e}
 		user = "fuzz-" + uuid.NewString()
-		resp = hs.postBatch(user, key, batchOf(batched))
+		resp = postBatch(hs, user, key, batchOf(batched))
 		if resp.StatusCode != 201 {
 			t.Fatalf("the event was stored alone, refused in a batch: %d %s", resp.StatusCode, resp.Body)
 		}
-		wantListed(t, hs.walk(user, 1), batched)
+		wantListed(t, walk(hs, user, 1), batched)
 		for _, ev := range batched {
-			hs.forget(user, key, ev.ID)
+			hs.Forget(user, key, ev.ID)
 		}
 	})
 }

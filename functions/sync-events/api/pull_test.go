@@ -5,10 +5,12 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/apitest"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/go-json-experiment/json/jsontext"
@@ -40,18 +42,9 @@ func jsonString(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// listedEvent is an event as a GET page shows it.
-type listedEvent struct {
-	ID         string             `json:"id"`
-	Type       string             `json:"type"`
-	OccurredAt string             `json:"occurredAt"`
-	ReceivedAt string             `json:"receivedAt"`
-	Payload    stdjson.RawMessage `json:"payload"`
-}
-
 type pulledPage struct {
-	Events     []listedEvent `json:"events"`
-	NextCursor *string       `json:"nextCursor"`
+	Events     []apitest.ListedEvent `json:"events"`
+	NextCursor *string               `json:"nextCursor"`
 }
 
 // lambdaResponseSize is the size of resp as the Lambda runtime sends it
@@ -75,30 +68,30 @@ const lambdaResponseLimit = 6*1024*1024 + 100
 // walk pages through user's events limit at a time and returns them; it
 // fails the test on any page that is not a 200, passes the byte budget or
 // would not fit a Lambda response.
-func (hs *harness) walk(user string, limit int) []listedEvent {
-	hs.t.Helper()
-	var all []listedEvent
+func walk(hs *apitest.Harness, user string, limit int) []apitest.ListedEvent {
+	hs.T.Helper()
+	var all []apitest.ListedEvent
 	query := map[string]string{"limit": fmt.Sprint(limit)}
 	for pages := 0; ; pages++ {
 		if pages > 10000 {
-			hs.t.Fatal("more than 10 000 pages")
+			hs.T.Fatal("more than 10 000 pages")
 		}
-		resp := hs.get(user, query)
+		resp := hs.Get(user, query)
 		if resp.StatusCode != 200 {
-			hs.t.Fatalf("page %d: %d %.300s", pages, resp.StatusCode, resp.Body)
+			hs.T.Fatalf("page %d: %d %.300s", pages, resp.StatusCode, resp.Body)
 		}
-		if n := lambdaResponseSize(hs.t, resp); n > api.MaxPageResponseBytes+512 || n > lambdaResponseLimit {
-			hs.t.Fatalf("page %d: a %d-byte Lambda response; the budget is %d", pages, n, api.MaxPageResponseBytes)
+		if n := lambdaResponseSize(hs.T, resp); n > api.MaxPageResponseBytes+512 || n > lambdaResponseLimit {
+			hs.T.Fatalf("page %d: a %d-byte Lambda response; the budget is %d", pages, n, api.MaxPageResponseBytes)
 		}
 		var p pulledPage
 		if err := stdjson.Unmarshal([]byte(resp.Body), &p); err != nil {
-			hs.t.Fatalf("page %d does not decode: %v", pages, err)
+			hs.T.Fatalf("page %d does not decode: %v", pages, err)
 		}
 		if len(p.Events) == 0 && p.NextCursor != nil {
-			hs.t.Fatalf("page %d: empty, with a cursor", pages)
+			hs.T.Fatalf("page %d: empty, with a cursor", pages)
 		}
 		if len(p.Events) > limit {
-			hs.t.Fatalf("page %d: %d events, limit %d", pages, len(p.Events), limit)
+			hs.T.Fatalf("page %d: %d events, limit %d", pages, len(p.Events), limit)
 		}
 		all = append(all, p.Events...)
 		if p.NextCursor == nil {
@@ -110,7 +103,7 @@ func (hs *harness) walk(user string, limit int) []listedEvent {
 
 // wantSame fails unless got is sent: the same id, type and occurredAt,
 // and the payload as sent, by the rule the API keeps (see sameJSON).
-func wantSame(t testing.TB, got listedEvent, sent sentEvent) {
+func wantSame(t testing.TB, got apitest.ListedEvent, sent sentEvent) {
 	t.Helper()
 	if got.ID != sent.ID || got.Type != sent.Type || got.OccurredAt != sent.OccurredAt {
 		t.Fatalf("listed %q %q %q, sent %q %q %q", got.ID, got.Type, got.OccurredAt, sent.ID, sent.Type, sent.OccurredAt)
@@ -159,18 +152,18 @@ func nextAtom(d *jsontext.Decoder) (string, error) {
 }
 
 // pushAll posts each event for user under a fresh key and wants a 201.
-func (hs *harness) pushAll(user string, sent []sentEvent) {
-	hs.t.Helper()
+func pushAll(hs *apitest.Harness, user string, sent []sentEvent) {
+	hs.T.Helper()
 	for i, e := range sent {
-		if resp := hs.post(user, uuid.NewString(), e.body()); resp.StatusCode != 201 {
-			hs.t.Fatalf("event %d (%d bytes): %d %.300s", i, len(e.body()), resp.StatusCode, resp.Body)
+		if resp := hs.Post(user, uuid.NewString(), e.body()); resp.StatusCode != 201 {
+			hs.T.Fatalf("event %d (%d bytes): %d %.300s", i, len(e.body()), resp.StatusCode, resp.Body)
 		}
 	}
 }
 
 // wantListed fails unless the walk returned exactly sent, each once, in
 // commit order: sent were pushed one after another, so in sent's order.
-func wantListed(t testing.TB, got []listedEvent, sent []sentEvent) {
+func wantListed(t testing.TB, got []apitest.ListedEvent, sent []sentEvent) {
 	t.Helper()
 	if len(got) != len(sent) {
 		t.Fatalf("listed %d events, sent %d", len(got), len(sent))

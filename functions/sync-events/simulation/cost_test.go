@@ -1,4 +1,4 @@
-package api_test
+package simulation_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"
@@ -30,31 +31,31 @@ func TestCallsPerFreshMutation(t *testing.T) {
 	const mutations = 24
 	for _, envs := range []int{1, 2, 8} {
 		t.Run(fmt.Sprintf("environments=%d", envs), func(t *testing.T) {
-			hs := newHarness(t)
-			all := hs.environments(envs)
+			hs := apitest.New(t)
+			all := hs.Environments(envs)
 			user := "u-" + uuid.NewString()
 			// Each environment has seen the user once before: no cold start
 			// in the figures.
 			for _, env := range all {
-				wantResponse(t, env.post(user, uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
+				apitest.WantResponse(t, env.Post(user, uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 			}
 			// Operations, as the request's metrics line counts them: an SDK
 			// retry of a failed attempt is a retry, not another call.
 			worst, total := 0, 0
 			for i := range mutations {
 				env := all[i%envs]
-				wantResponse(t, env.post(user, uuid.NewString(), eventBody(t, uuid.NewString())), 201, "")
-				m, _ := env.lastMetrics(t)
+				apitest.WantResponse(t, env.Post(user, uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
+				m, _ := env.LastMetrics(t)
 				worst, total = max(worst, m.DynamoDBCalls), total+m.DynamoDBCalls
 			}
 			want := 1
 			if envs > 1 {
 				want = 2
-				if hs.b.Name == embedded.Name {
+				if hs.B.Name == embedded.Name {
 					want = 3
 				}
 			}
-			t.Logf("%s, %d environments: %.2f calls per fresh mutation on average, %d at worst", hs.b.Name, envs, float64(total)/mutations, worst)
+			t.Logf("%s, %d environments: %.2f calls per fresh mutation on average, %d at worst", hs.B.Name, envs, float64(total)/mutations, worst)
 			if worst != want || total != want*mutations {
 				t.Fatalf("%d calls at worst, %d in all; want %d each", worst, total, want)
 			}
@@ -69,17 +70,17 @@ func TestCallsPerFreshMutation(t *testing.T) {
 func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 	for _, devices := range []int{2, 8} {
 		t.Run(fmt.Sprintf("devices=%d", devices), func(t *testing.T) {
-			hs := newHarness(t)
-			envs := hs.environments(devices)
+			hs := apitest.New(t)
+			envs := hs.Environments(devices)
 			const perDevice = 12
 			user := "u-" + uuid.NewString()
 			var wg sync.WaitGroup
 			for _, env := range envs {
 				wg.Go(func() {
 					for range perDevice {
-						key, body := uuid.NewString(), eventBody(t, uuid.NewString())
+						key, body := uuid.NewString(), apitest.EventBody(t, uuid.NewString())
 						for attempt := 0; ; attempt++ {
-							resp := env.post(user, key, body)
+							resp := env.Post(user, key, body)
 							if resp.StatusCode == 201 {
 								break
 							}
@@ -92,13 +93,13 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			listed, _ := hs.drain(user, "", 1000)
+			listed, _ := hs.Drain(user, "", 1000)
 			if len(listed) != devices*perDevice {
 				t.Fatalf("%d events listed, %d sent", len(listed), devices*perDevice)
 			}
-			calls := hs.b.Transport.Calls()
+			calls := hs.B.Transport.Calls()
 			t.Logf("%s, %d devices at once: %.2f TransactWriteItems and %.2f GetItem per event",
-				hs.b.Name, devices, float64(calls["TransactWriteItems"])/float64(len(listed)), float64(calls["GetItem"])/float64(len(listed)))
+				hs.B.Name, devices, float64(calls["TransactWriteItems"])/float64(len(listed)), float64(calls["GetItem"])/float64(len(listed)))
 		})
 	}
 }
@@ -112,9 +113,9 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 	for _, devices := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("devices=%d", devices), func(b *testing.B) {
-			hs := newHarness(b)
-			envs := hs.environments(devices)
-			hs.b.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
+			hs := apitest.New(b)
+			envs := hs.Environments(devices)
+			hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
 			user := "u-" + uuid.NewString()
 			var stored atomic.Int64
 			start := time.Now()
@@ -123,8 +124,8 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 			for _, env := range envs {
 				wg.Go(func() {
 					for stored.Load() < int64(b.N) {
-						key, body := uuid.NewString(), eventBody(b, uuid.NewString())
-						for env.post(user, key, body).StatusCode != 201 {
+						key, body := uuid.NewString(), apitest.EventBody(b, uuid.NewString())
+						for env.Post(user, key, body).StatusCode != 201 {
 						}
 						stored.Add(1)
 					}
@@ -133,7 +134,7 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			b.ReportMetric(float64(stored.Load())/time.Since(start).Seconds(), "events/s")
-			b.ReportMetric(float64(hs.b.Transport.Total())/float64(stored.Load()), "calls/event")
+			b.ReportMetric(float64(hs.B.Transport.Total())/float64(stored.Load()), "calls/event")
 		})
 	}
 }
@@ -146,14 +147,14 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 // whole table.
 func BenchmarkCatchUp(b *testing.B) {
 	const events, roundTrip = 20_000, 50 * time.Millisecond
-	hs := newHarness(b)
+	hs := apitest.New(b)
 	user := "u-" + uuid.NewString()
 	seedEvents(b, hs, user, events)
 	for _, limit := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
 			pages := 0
 			for b.Loop() {
-				ids, cursors := hs.drain(user, "", limit)
+				ids, cursors := hs.Drain(user, "", limit)
 				if len(ids) != events {
 					b.Fatalf("caught up %d events, want %d", len(ids), events)
 				}
@@ -168,9 +169,9 @@ func BenchmarkCatchUp(b *testing.B) {
 
 // seedEvents stores n small events for user straight through the event
 // log, 50 to a transaction, as a batch would.
-func seedEvents(b *testing.B, hs *harness, user string, n int) {
+func seedEvents(b *testing.B, hs *apitest.Harness, user string, n int) {
 	b.Helper()
-	log := eventlog.New(hs.b.Client, hs.b.Tables.Events, hs.b.Ledger())
+	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger())
 	now := time.Now().UTC()
 	for done := 0; done < n; {
 		batch := make([]syncevent.Event, min(50, n-done))

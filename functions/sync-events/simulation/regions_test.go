@@ -1,4 +1,4 @@
-package api_test
+package simulation_test
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/apitest"
 )
 
 // This file simulates the service in two regions over a global table in
@@ -28,7 +30,7 @@ import (
 // region is one region: its handler and tables.
 type region struct {
 	name string
-	hs   *harness
+	hs   *apitest.Harness
 }
 
 // replicator copies items between two regions' tables after lag, last
@@ -82,7 +84,7 @@ func startReplicator(t *testing.T, lag time.Duration, a, b *region) *replicator 
 func (r *replicator) scan(t *testing.T, i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	src := r.regions[i].hs.b
+	src := r.regions[i].hs.B
 	for _, table := range []string{src.Tables.Ledger, src.Tables.Events} {
 		out, err := src.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 		if err != nil {
@@ -110,7 +112,7 @@ func (r *replicator) apply(t *testing.T, i int, ledger bool, id string, item map
 	if cur, ok := r.seen[i][id]; ok && !cur.at.Before(v.at) {
 		return // last writer wins
 	}
-	dst := r.regions[i].hs.b
+	dst := r.regions[i].hs.B
 	table := dst.Tables.Events
 	if ledger {
 		table = dst.Tables.Ledger
@@ -211,8 +213,8 @@ type regionCounts struct {
 // fails and the user's requests go to west as the option says.
 func simulateFailover(t *testing.T, opt failoverOption, lag time.Duration, seed uint64) regionCounts {
 	const perDevice, lostShare, retryAfter = 20, 0.25, 10 * time.Millisecond
-	east := &region{"east", newHarness(t)}
-	west := &region{"west", newHarness(t)}
+	east := &region{"east", apitest.New(t)}
+	west := &region{"west", apitest.New(t)}
 	repl := startReplicator(t, lag, east, west)
 	defer repl.close()
 
@@ -245,7 +247,7 @@ func simulateFailover(t *testing.T, opt failoverOption, lag time.Duration, seed 
 			defer inEast.Done()
 		}
 		mu.Unlock()
-		resp := target.hs.post("traveller", key, body)
+		resp := target.hs.Post("traveller", key, body)
 		mu.Lock()
 		defer mu.Unlock()
 		if resp.StatusCode == 201 {
@@ -272,7 +274,7 @@ func simulateFailover(t *testing.T, opt failoverOption, lag time.Duration, seed 
 					<-failedOver
 				}
 				id, key := uuid.NewString(), uuid.NewString()
-				body := eventBody(t, id)
+				body := apitest.EventBody(t, id)
 				for attempt := 0; ; attempt++ {
 					status, _, ok := send(d, key, body, attempt > 0)
 					lost := attempt == 0 && rng.Float64() < lostShare
@@ -320,7 +322,7 @@ func simulateFailover(t *testing.T, opt failoverOption, lag time.Duration, seed 
 			counts.TwoAnswers++
 		}
 	}
-	listed, _ := west.hs.drain("traveller", "", 1000)
+	listed, _ := west.hs.Drain("traveller", "", 1000)
 	counts.ListedEvents = len(listed)
 	for _, id := range answered {
 		if !slices.Contains(listed, id) {

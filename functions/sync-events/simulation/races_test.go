@@ -1,4 +1,4 @@
-package api_test
+package simulation_test
 
 import (
 	"fmt"
@@ -10,106 +10,107 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/internal/apitest"
 )
 
 // TestRaceOneKeyOneBody: 100 copies of one request at once, spread over 10
 // execution environments, so that replays come from DynamoDB and from
 // memory both.
 func TestRaceOneKeyOneBody(t *testing.T) {
-	hs := newHarness(t)
-	envs := hs.environments(10)
+	hs := apitest.New(t)
+	envs := hs.Environments(10)
 	const n = 100
-	rec := &recorder{}
+	rec := &apitest.Recorder{}
 	key, id := uuid.NewString(), uuid.NewString()
-	body := eventBody(t, id)
+	body := apitest.EventBody(t, id)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { envs[i%len(envs)].send(rec, "alice", key, id, body) })
+		wg.Go(func() { envs[i%len(envs)].Send(rec, "alice", key, id, body) })
 	}
 	wg.Wait()
 	replayed := 0
-	for _, x := range rec.all {
-		if x.status != 201 || x.body != rec.all[0].body {
-			t.Fatalf("answer %d %s, another was %d %s", x.status, x.body, rec.all[0].status, rec.all[0].body)
+	for _, x := range rec.All {
+		if x.Status != 201 || x.Body != rec.All[0].Body {
+			t.Fatalf("answer %d %s, another was %d %s", x.Status, x.Body, rec.All[0].Status, rec.All[0].Body)
 		}
-		if x.replayed {
+		if x.Replayed {
 			replayed++
 		}
 	}
 	if replayed != n-1 {
 		t.Fatalf("%d replayed, want %d", replayed, n-1)
 	}
-	hs.checkInvariants(rec)
-	t.Log(rec.tally())
+	hs.CheckInvariants(rec)
+	t.Log(rec.Tally())
 }
 
 func TestRaceOneKeyManyBodies(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	const n = 50
-	rec := &recorder{}
+	rec := &apitest.Recorder{}
 	key := uuid.NewString()
 	ids, bodies := make([]string, n), make([]string, n)
 	for i := range n {
 		ids[i] = uuid.NewString()
-		bodies[i] = eventBody(t, ids[i])
+		bodies[i] = apitest.EventBody(t, ids[i])
 	}
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { hs.send(rec, "alice", key, ids[i], bodies[i]) })
+		wg.Go(func() { hs.Send(rec, "alice", key, ids[i], bodies[i]) })
 	}
 	wg.Wait()
 	winner := -1
-	for _, x := range rec.all {
+	for _, x := range rec.All {
 		switch {
-		case x.status == 201 && winner == -1:
+		case x.Status == 201 && winner == -1:
 			for i := range ids {
-				if ids[i] == x.eventID {
+				if ids[i] == x.EventID {
 					winner = i
 				}
 			}
-		case x.status == 201:
-			t.Fatalf("a second body won: %s", x.eventID)
-		case x.status != 409 || x.code != string(errcode.KeyReused):
-			t.Fatalf("a loser got %d %s", x.status, x.body)
+		case x.Status == 201:
+			t.Fatalf("a second body won: %s", x.EventID)
+		case x.Status != 409 || x.Code != string(errcode.KeyReused):
+			t.Fatalf("a loser got %d %s", x.Status, x.Body)
 		}
 	}
 	if winner == -1 {
 		t.Fatal("no body won")
 	}
 	// The winner's retries replay it; the losers' retries still get the 409.
-	if x := hs.send(rec, "alice", key, ids[winner], bodies[winner]); x.status != 201 || !x.replayed {
-		t.Fatalf("winner's retry: %d replayed=%v", x.status, x.replayed)
+	if x := hs.Send(rec, "alice", key, ids[winner], bodies[winner]); x.Status != 201 || !x.Replayed {
+		t.Fatalf("winner's retry: %d replayed=%v", x.Status, x.Replayed)
 	}
 	loser := (winner + 1) % n
-	if x := hs.send(rec, "alice", key, ids[loser], bodies[loser]); x.status != 409 || x.code != string(errcode.KeyReused) {
-		t.Fatalf("loser's retry: %d %s", x.status, x.body)
+	if x := hs.Send(rec, "alice", key, ids[loser], bodies[loser]); x.Status != 409 || x.Code != string(errcode.KeyReused) {
+		t.Fatalf("loser's retry: %d %s", x.Status, x.Body)
 	}
-	hs.checkInvariants(rec)
-	t.Log(rec.tally())
+	hs.CheckInvariants(rec)
+	t.Log(rec.Tally())
 }
 
 func TestRaceTwoUsersOneKey(t *testing.T) {
-	hs := newHarness(t)
-	rec := &recorder{}
+	hs := apitest.New(t)
+	rec := &apitest.Recorder{}
 	key := uuid.NewString()
 	idA, idB := uuid.NewString(), uuid.NewString()
 	var wg sync.WaitGroup
 	for range 20 {
-		wg.Go(func() { hs.send(rec, "alice", key, idA, eventBody(t, idA)) })
-		wg.Go(func() { hs.send(rec, "bob", key, idB, eventBody(t, idB)) })
+		wg.Go(func() { hs.Send(rec, "alice", key, idA, apitest.EventBody(t, idA)) })
+		wg.Go(func() { hs.Send(rec, "bob", key, idB, apitest.EventBody(t, idB)) })
 	}
 	wg.Wait()
-	for _, x := range rec.all {
+	for _, x := range rec.All {
 		want := idA
-		if x.user == "bob" {
+		if x.User == "bob" {
 			want = idB
 		}
-		if x.status != 201 || !containsID(x.body, want) {
-			t.Fatalf("%s got %d %s", x.user, x.status, x.body)
+		if x.Status != 201 || !containsID(x.Body, want) {
+			t.Fatalf("%s got %d %s", x.User, x.Status, x.Body)
 		}
 	}
-	hs.checkInvariants(rec)
-	t.Log(rec.tally())
+	hs.CheckInvariants(rec)
+	t.Log(rec.Tally())
 }
 
 func containsID(body, id string) bool { return strings.Contains(body, `"id":"`+id+`"`) }
@@ -121,36 +122,36 @@ func containsID(body, id string) bool { return strings.Contains(body, `"id":"`+i
 func TestRaceManyUsersManyKeys(t *testing.T) {
 	const users, copies = 40, 3
 	type job struct{ user, key, id, body string }
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	// moto's server runs behind one lock (.ci/moto-serial.py), and one
 	// user's writers queue on the user's head, each retry another call: a
 	// quarter of the keys keeps the same races within CI's time there.
 	keysPerUser := 20
-	if hs.b.Name == "moto" {
+	if hs.B.Name == "moto" {
 		keysPerUser = 5
 	}
-	envs := hs.environments(8)
+	envs := hs.Environments(8)
 	var jobs []job
 	for u := range users {
 		user := fmt.Sprintf("user-%02d", u)
 		for range keysPerUser {
 			key, id := uuid.NewString(), uuid.NewString()
 			for range copies {
-				jobs = append(jobs, job{user, key, id, eventBody(t, id)})
+				jobs = append(jobs, job{user, key, id, apitest.EventBody(t, id)})
 			}
 			other := uuid.NewString() // the same key with another body
-			jobs = append(jobs, job{user, key, other, eventBody(t, other)})
-			jobs = append(jobs, job{user, uuid.NewString(), id, eventBody(t, id)}) // the same event, a new key
+			jobs = append(jobs, job{user, key, other, apitest.EventBody(t, other)})
+			jobs = append(jobs, job{user, uuid.NewString(), id, apitest.EventBody(t, id)}) // the same event, a new key
 		}
 	}
 	rand.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
-	rec := &recorder{}
+	rec := &apitest.Recorder{}
 	work := make(chan job)
 	var wg sync.WaitGroup
 	for range 64 {
 		wg.Go(func() {
 			for j := range work {
-				envs[rand.IntN(len(envs))].send(rec, j.user, j.key, j.id, j.body)
+				envs[rand.IntN(len(envs))].Send(rec, j.user, j.key, j.id, j.body)
 			}
 		})
 	}
@@ -159,11 +160,11 @@ func TestRaceManyUsersManyKeys(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	for _, x := range rec.all {
-		if x.status >= 500 {
-			t.Errorf("%d %s", x.status, x.body)
+	for _, x := range rec.All {
+		if x.Status >= 500 {
+			t.Errorf("%d %s", x.Status, x.Body)
 		}
 	}
-	hs.checkInvariants(rec)
-	t.Log(rec.tally())
+	hs.CheckInvariants(rec)
+	t.Log(rec.Tally())
 }

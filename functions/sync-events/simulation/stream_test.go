@@ -1,10 +1,9 @@
-package api_test
+package simulation_test
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -17,51 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
-
-// streamPage is a GET page as a syncing device reads it.
-type streamPage struct {
-	Events  []listedEvent `json:"events"`
-	Cursor  string        `json:"cursor"`
-	HasMore bool          `json:"hasMore"`
-}
-
-// pull reads one page after cursor ("" for the start).
-func (hs *harness) pull(user, cursor string, limit int) streamPage {
-	hs.t.Helper()
-	q := map[string]string{"limit": fmt.Sprint(limit)}
-	if cursor != "" {
-		q["cursor"] = cursor
-	}
-	resp := hs.get(user, q)
-	if resp.StatusCode != 200 {
-		hs.t.Errorf("pull: %d %.300s", resp.StatusCode, resp.Body)
-		return streamPage{Cursor: cursor}
-	}
-	var p streamPage
-	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil {
-		hs.t.Fatal(err)
-	}
-	return p
-}
-
-// drain pulls from cursor until no more pages follow now, and returns the
-// ids read and the cursors handed out on the way.
-func (hs *harness) drain(user, cursor string, limit int) (ids, cursors []string) {
-	for {
-		p := hs.pull(user, cursor, limit)
-		for _, ev := range p.Events {
-			ids = append(ids, ev.ID)
-		}
-		cursor = p.Cursor
-		cursors = append(cursors, cursor)
-		if !p.HasMore {
-			return ids, cursors
-		}
-	}
-}
 
 // TestPullersMissNothingWhileWritersCommitLate is a second device syncing
 // while others write: four devices of one user post 40 events each,
@@ -77,9 +35,9 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 		devices, perDevice, pullers = 4, 40, 3
 		user                        = "streamer"
 	)
-	hs := newHarness(t)
-	envs := hs.environments(3)
-	hs.b.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 200 * time.Millisecond, Times: 1 << 30})
+	hs := apitest.New(t)
+	envs := hs.Environments(3)
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 200 * time.Millisecond, Times: 1 << 30})
 
 	var sent sync.Map
 	var writing sync.WaitGroup
@@ -88,7 +46,7 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 			for i := range perDevice {
 				id, key := uuid.NewString(), uuid.NewString()
 				for attempt := 0; ; attempt++ {
-					resp := envs[(d+i+attempt)%len(envs)].post(user, key, eventBody(t, id))
+					resp := envs[(d+i+attempt)%len(envs)].Post(user, key, apitest.EventBody(t, id))
 					if resp.StatusCode == 201 {
 						break
 					}
@@ -106,12 +64,12 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 	handed := make([][]string, pullers)
 	var pulling sync.WaitGroup
 	for p := range pullers {
-		device := hs.newEnvironment()
+		device := hs.NewEnvironment()
 		pulling.Go(func() {
 			cursor := ""
 			for {
 				finished := done.Load() // read before the pull: a pull after the writers' end is the last
-				ids, cursors := device.drain(user, cursor, 7)
+				ids, cursors := device.Drain(user, cursor, 7)
 				streams[p] = append(streams[p], ids...)
 				handed[p] = append(handed[p], cursors...)
 				cursor = cursors[len(cursors)-1]
@@ -126,7 +84,7 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 	done.Store(true)
 	pulling.Wait()
 
-	all, _ := hs.drain(user, "", 1000)
+	all, _ := hs.Drain(user, "", 1000)
 	stored := 0
 	sent.Range(func(id, _ any) bool {
 		if slices.Contains(all, id.(string)) {
@@ -154,7 +112,7 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 			if err != nil || pos.IsLegacy() || pos.Seq > uint64(len(all)) {
 				t.Fatalf("cursor %q: %+v, %v", c, pos, err)
 			}
-			if got, _ := hs.drain(user, c, 50); !slices.Equal(got, all[pos.Seq:]) {
+			if got, _ := hs.Drain(user, c, 50); !slices.Equal(got, all[pos.Seq:]) {
 				t.Fatalf("from cursor %s: %s", c, firstDifference(got, all[pos.Seq:]))
 			}
 		}
@@ -176,19 +134,19 @@ func firstDifference(got, want []string) string {
 // numbers: its received_key the receive time and id. It returns the
 // cursor the service handed out for it then (receive time in ms and id,
 // base64url).
-func (hs *harness) storeLegacy(user, id string, received time.Time) string {
-	hs.t.Helper()
+func storeLegacy(hs *apitest.Harness, user, id string, received time.Time) string {
+	hs.T.Helper()
 	at := received.UTC().Format(syncevent.TimestampLayout)
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	_, err := hs.b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(hs.b.Tables.Events),
+	_, err := hs.B.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(hs.B.Tables.Events),
 		Item: map[string]types.AttributeValue{
 			"user_id": s(user), "event_id": s(id), "received_key": s(at + "#" + id), "type": s("note.created"),
 			"occurred_at": s("2026-12-02T14:03:00Z"), "received_at": s(at), "payload": s(`{"title":"Groceries"}`),
 		},
 	})
 	if err != nil {
-		hs.t.Fatal(err)
+		hs.T.Fatal(err)
 	}
 	return legacyCursor(received, uuid.MustParse(id))
 }
@@ -198,27 +156,27 @@ func (hs *harness) storeLegacy(user, id string, received time.Time) string {
 // then every later event in commit order; a cursor handed out before
 // resumes where it was, through the old events and on into the new.
 func TestEventsAndCursorsFromBeforeSequenceNumbers(t *testing.T) {
-	hs := newHarness(t)
+	hs := apitest.New(t)
 	const user = "returning"
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	var legacy, legacyCursors []string
 	for i := range 5 {
 		id := uuid.NewString()
 		legacy = append(legacy, id)
-		legacyCursors = append(legacyCursors, hs.storeLegacy(user, id, t0.Add(time.Duration(i)*time.Second)))
+		legacyCursors = append(legacyCursors, storeLegacy(hs, user, id, t0.Add(time.Duration(i)*time.Second)))
 	}
 	var fresh []string
 	for range 4 {
 		id := uuid.NewString()
-		wantResponse(t, hs.post(user, uuid.NewString(), eventBody(t, id)), 201, "")
+		apitest.WantResponse(t, hs.Post(user, uuid.NewString(), apitest.EventBody(t, id)), 201, "")
 		fresh = append(fresh, id)
 	}
 	all := append(slices.Clone(legacy), fresh...)
-	if got, _ := hs.drain(user, "", 2); !slices.Equal(got, all) {
+	if got, _ := hs.Drain(user, "", 2); !slices.Equal(got, all) {
 		t.Fatalf("from the start: %s", firstDifference(got, all))
 	}
 	for i, c := range legacyCursors {
-		got, cursors := hs.drain(user, c, 3)
+		got, cursors := hs.Drain(user, c, 3)
 		if !slices.Equal(got, all[i+1:]) {
 			t.Fatalf("from the legacy cursor of event %d: %s", i, firstDifference(got, all[i+1:]))
 		}
@@ -228,7 +186,7 @@ func TestEventsAndCursorsFromBeforeSequenceNumbers(t *testing.T) {
 	}
 	// A legacy cursor between two old events (a time no event has, the
 	// smallest id).
-	between, _ := hs.drain(user, legacyCursor(t0.Add(1500*time.Millisecond), uuid.Nil), 10)
+	between, _ := hs.Drain(user, legacyCursor(t0.Add(1500*time.Millisecond), uuid.Nil), 10)
 	if !slices.Equal(between, all[2:]) {
 		t.Fatalf("from between old events: %s", firstDifference(between, all[2:]))
 	}

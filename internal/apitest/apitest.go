@@ -1,0 +1,240 @@
+// Package apitest drives the events API's real handler on a real
+// DynamoDB-compatible backend, for the API's own tests and for the system
+// simulations: a Harness per execution environment, requests as API
+// Gateway sends them, each exchange held to the OpenAPI document, and the
+// invariants every answer and stored item must keep. It owns no rule of
+// the API; it only observes it.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/openapi"
+)
+
+// Harness is the real handler on a real DynamoDB-compatible backend: one
+// Lambda execution environment.
+type Harness struct {
+	T testing.TB
+	B *ddbtest.Backend
+	H *api.Handler
+
+	logMu sync.Mutex
+	logs  bytes.Buffer
+	// metrics holds the handler's metrics lines, under logMu too.
+	metrics bytes.Buffer
+}
+
+// New is a handler on fresh tables of the backend ddbtest.Start gives.
+func New(t testing.TB) *Harness {
+	t.Helper()
+	hs := &Harness{T: t, B: ddbtest.Start(t)}
+	hs.H = api.Wire(hs.B.Client, TablesConfig(hs.B.Tables), hs.Output())
+	return hs
+}
+
+// Output sends the handler's log and metrics lines to hs's buffers.
+func (hs *Harness) Output() api.Output {
+	return api.Output{
+		Log:     slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil)),
+		Metrics: metrics.NewWriter(syncWriter{&hs.logMu, &hs.metrics}, "sync-events-test"),
+	}
+}
+
+// Logs is what the handler logged so far, as JSON lines.
+func (hs *Harness) Logs() string {
+	hs.logMu.Lock()
+	defer hs.logMu.Unlock()
+	return hs.logs.String()
+}
+
+// Metrics is the handler's metrics lines so far.
+func (hs *Harness) Metrics() string {
+	hs.logMu.Lock()
+	defer hs.logMu.Unlock()
+	return hs.metrics.String()
+}
+
+// ForTest is hs for one fuzz execution: the same handler and backend,
+// failing t (its logs stay with hs).
+func (hs *Harness) ForTest(t testing.TB) *Harness {
+	return &Harness{T: t, B: hs.B, H: hs.H}
+}
+
+// NewEnvironment is another Lambda execution environment on hs's backend:
+// a handler of its own, with an empty replay cache.
+func (hs *Harness) NewEnvironment() *Harness {
+	hs.T.Helper()
+	other := &Harness{T: hs.T, B: hs.B}
+	other.H = api.Wire(hs.B.Client, TablesConfig(hs.B.Tables), other.Output())
+	return other
+}
+
+// Environments is hs and n-1 others on its backend: concurrent requests to
+// one function run in as many environments, each with its own cache.
+func (hs *Harness) Environments(n int) []*Harness {
+	envs := []*Harness{hs}
+	for len(envs) < n {
+		envs = append(envs, hs.NewEnvironment())
+	}
+	return envs
+}
+
+// Forget deletes one event and its ledger record from the tables.
+func (hs *Harness) Forget(user, key, eventID string) {
+	hs.T.Helper()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	for table, k := range map[string]map[string]types.AttributeValue{
+		hs.B.Tables.Events: {"user_id": s(user), "event_id": s(eventID)},
+		hs.B.Tables.Ledger: {"user_id": s(user), "key": s(key)},
+	} {
+		if _, err := hs.B.Client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: k}); err != nil {
+			hs.T.Fatalf("delete from %s: %v", table, err)
+		}
+	}
+}
+
+// TablesConfig is the default configuration on the given tables.
+func TablesConfig(tables ddb.TableNames) config.Config {
+	cfg := config.Defaults()
+	cfg.IdempotencyTable, cfg.EventsTable = tables.Ledger, tables.Events
+	return cfg
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+//go:embed event.json
+var eventTemplate string
+
+// EventBody is a valid event (event.json) with the given event id.
+func EventBody(_ testing.TB, id string) string {
+	return strings.ReplaceAll(eventTemplate, "{{ID}}", id)
+}
+
+// Request is an API Gateway HTTP API event as API Gateway sends it,
+// built by the one event builder (devserver.Event, what make run uses):
+// lowercased header names, the JWT authorizer's claims in the context, the
+// generated execute-api domain. method and body are set as given, whatever
+// they are, so that hostile and fuzzed values reach the handler unchanged.
+func Request(method, user, key, body string) events.APIGatewayV2HTTPRequest {
+	r := httptest.NewRequest(http.MethodPost, "https://abc123def4.execute-api.eu-west-1.amazonaws.com"+api.EventsPath, nil)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("User-Agent", "sync-client/1.0")
+	if key != "" {
+		r.Header.Set(idempotency.HeaderName, key)
+	}
+	if user != "" {
+		r.Header.Set("Authorization", "Bearer "+devserver.UnsignedToken(map[string]any{"sub": "", "iss": "https://issuer.example", "aud": "sync-app"}))
+	}
+	req, err := devserver.Event(r)
+	if err != nil {
+		panic(err)
+	}
+	req.Body, req.RequestContext.HTTP.Method = body, method
+	if user != "" {
+		req.RequestContext.Authorizer.JWT.Claims["sub"] = user // as given, even if not UTF-8
+	}
+	return req
+}
+
+// Do sends req to the handler and holds the exchange to the contract.
+func (hs *Harness) Do(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	hs.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := hs.H.Handle(ctx, req)
+	if err != nil {
+		hs.T.Fatalf("Handle returned an error: %v", err)
+	}
+	CheckContract(hs.T, req, resp)
+	return resp
+}
+
+// CheckContract holds an exchange to openapi.yaml: every request a test
+// sends through the handler, and every answer, is checked against it.
+func CheckContract(t testing.TB, req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	c, err := openapi.Load()
+	if err == nil {
+		err = c.Check(req, resp)
+	}
+	if err != nil && !errors.Is(err, openapi.ErrNotHTTP) {
+		t.Errorf("contract: %v", err)
+	}
+}
+
+// Post posts body for user under key.
+func (hs *Harness) Post(user, key, body string) events.APIGatewayV2HTTPResponse {
+	hs.T.Helper()
+	return hs.Do(Request("POST", user, key, body))
+}
+
+// Get lists user's events with the query given.
+func (hs *Harness) Get(user string, query map[string]string) events.APIGatewayV2HTTPResponse {
+	hs.T.Helper()
+	req := Request("GET", user, "", "")
+	req.QueryStringParameters = query
+	return hs.Do(req)
+}
+
+// Stored maps each user to the sorted event ids stored for them.
+func (hs *Harness) Stored() map[string][]string {
+	out := map[string][]string{}
+	for _, ev := range hs.B.StoredEvents(hs.T) {
+		out[ev.UserID] = append(out[ev.UserID], ev.ID)
+	}
+	for _, ids := range out {
+		sort.Strings(ids)
+	}
+	return out
+}
+
+// LedgerCount is how many ledger records the table holds.
+func (hs *Harness) LedgerCount() int {
+	hs.T.Helper()
+	return len(hs.B.LedgerRecords(hs.T))
+}
+
+// WantResponse fails t unless resp has status and, if code is set, that
+// error code.
+func WantResponse(t testing.TB, resp events.APIGatewayV2HTTPResponse, status int, code string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d (%s), want %d", resp.StatusCode, resp.Body, status)
+	}
+	if code != "" && !strings.Contains(resp.Body, `"error":"`+code+`"`) {
+		t.Fatalf("body %s, want error %s", resp.Body, code)
+	}
+}
