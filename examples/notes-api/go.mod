@@ -16,6 +16,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/sivchari/kumo v0.33.1
 	github.com/sync-events/sync-events v0.0.0-00010101000000-000000000000
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -84,14 +85,21 @@ func (s *Service) Handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) 
 	return resp.HTTPAPI(), nil
 }
 
+// routes are the API's route keys, as API Gateway names them; the
+// template routes exactly these to the function.
+var routes = []string{"POST /notes", "PATCH /notes/{id}", "DELETE /notes/{id}"}
+
+// Routes lists the API's routes, "METHOD /path", for the template's test.
+func Routes() []string { return slices.Clone(routes) }
+
 // route is the mutation of an API Gateway route key.
 func (s *Service) route(routeKey string) (mutation.Mutation[write], bool) {
 	switch routeKey {
-	case "POST /notes":
+	case routes[0]:
 		return s.createNote, true
-	case "PATCH /notes/{id}":
+	case routes[1]:
 		return s.patchNote, true
-	case "DELETE /notes/{id}":
+	case routes[2]:
 		return s.deleteNote, true
 	}
 	return nil, false
