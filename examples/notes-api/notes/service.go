@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -51,6 +52,7 @@ type Service struct {
 	client *dynamodb.Client
 	notes  string
 	runner *mutation.Runner[write]
+	routes map[string]mutation.Mutation[write]
 	log    *slog.Logger
 }
 
@@ -67,13 +69,14 @@ func New(c Config) *Service {
 		Statuses: statuses,
 		Report:   s.report,
 	})
+	s.routes = s.routeTable()
 	return s
 }
 
 // Handle is the Lambda handler of the API's routes (HTTP API, payload
 // 2.0). It never returns an error: every failure is an answer.
 func (s *Service) Handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	mut, ok := s.route(e.RouteKey)
+	mut, ok := s.routes[e.RouteKey]
 	if !ok {
 		return s.runner.Answer(errNoRoute, false).HTTPAPI(), nil
 	}
@@ -85,25 +88,18 @@ func (s *Service) Handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) 
 	return resp.HTTPAPI(), nil
 }
 
-// routes are the API's route keys, as API Gateway names them; the
-// template routes exactly these to the function.
-var routes = []string{"POST /notes", "PATCH /notes/{id}", "DELETE /notes/{id}"}
-
-// Routes lists the API's routes, "METHOD /path", for the template's test.
-func Routes() []string { return slices.Clone(routes) }
-
-// route is the mutation of an API Gateway route key.
-func (s *Service) route(routeKey string) (mutation.Mutation[write], bool) {
-	switch routeKey {
-	case routes[0]:
-		return s.createNote, true
-	case routes[1]:
-		return s.patchNote, true
-	case routes[2]:
-		return s.deleteNote, true
+// routeTable is the API's mutations by API Gateway route key ("METHOD
+// /path"); the template routes exactly these to the function.
+func (s *Service) routeTable() map[string]mutation.Mutation[write] {
+	return map[string]mutation.Mutation[write]{
+		"POST /notes":        s.createNote,
+		"PATCH /notes/{id}":  s.patchNote,
+		"DELETE /notes/{id}": s.deleteNote,
 	}
-	return nil, false
 }
+
+// Routes lists the API's route keys, for the template's test.
+func Routes() []string { return slices.Sorted(maps.Keys((&Service{}).routeTable())) }
 
 var errNoRoute = errcode.New(errcode.NotFound, "No such route")
 
