@@ -2,10 +2,16 @@ package api_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
@@ -118,28 +124,128 @@ func TestStalledAnswerAnswers503BeforeTheDeadline(t *testing.T) {
 	hs.CheckInvariants(rec)
 }
 
-// TestFaultsOnReads: the fallback GetItem of a replay and the Query of a GET
-// page fail; both answer 503 and nothing changes.
+// TestFaultsOnReads: the reads a request makes fail as often as the SDK
+// retries; the answer is a retryable 503, nothing is written, and a retry
+// once the fault has passed gets what it would have got.
+//
+// A key another environment committed is known only to DynamoDB, so the
+// replay and the 409 are sent from a fresh environment (an empty replay
+// cache). There the commit's failed condition is what reads the record on a
+// backend that returns the item with it (DynamoDB, moto); on one that does
+// not (kumo) it is the GetItem after it. Each backend's own read is
+// faulted, and the fallback GetItem too on every backend, by taking the
+// items out of the failed transaction's answer.
 func TestFaultsOnReads(t *testing.T) {
-	hs := apitest.New(t)
-	rec := &apitest.Recorder{}
-	key, id := uuid.NewString(), uuid.NewString()
-	body := apitest.EventBody(t, id)
-	apitest.WantResponse(t, hs.Post("alice", key, body), 201, "")
-	for _, op := range []string{"GetItem", "Query"} {
-		hs.B.Transport.Reset()
-		f := hs.B.Transport.Inject(ddbtest.Fault{Op: op, Kind: ddbtest.Refused, Times: sdkAttempts})
-		var resp = hs.Get("alice", nil)
-		if op == "GetItem" {
-			resp = hs.Post("alice", key, body)
-		}
-		if f.Fired() == 0 {
-			t.Logf("%s: this backend returned the item with the failed condition, no read to fail", op)
-			continue
-		}
-		apitest.WantResponse(t, resp, 503, string(errcode.ServiceUnavailable))
+	for _, path := range []struct {
+		name  string
+		other bool // the same key with another body: the 409
+	}{{"replay", false}, {"key reused", true}} {
+		t.Run(path.name, func(t *testing.T) {
+			hs := apitest.New(t)
+			rec := &apitest.Recorder{}
+			key, id := uuid.NewString(), uuid.NewString()
+			body := apitest.EventBody(t, id)
+			sentID, sent := id, body
+			if path.other {
+				sentID = uuid.NewString()
+				sent = apitest.EventBody(t, sentID)
+			}
+			first := hs.Send(rec, "alice", key, id, body)
+			if first.Status != 201 {
+				t.Fatalf("first: %d %s", first.Status, first.Body)
+			}
+			want := func(t *testing.T, x apitest.Exchange) {
+				t.Helper()
+				switch {
+				case path.other && (x.Status != 409 || x.Body != apitest.SeedKeyReusedBody):
+					t.Fatalf("got %d %s, want the seed's 409", x.Status, x.Body)
+				case !path.other && (x.Status != 201 || x.Body != first.Body || !x.Replayed):
+					t.Fatalf("got %d %s (replayed %v), want the first answer %s replayed", x.Status, x.Body, x.Replayed, first.Body)
+				}
+			}
+
+			// Which call reads the known record on this backend.
+			hs.B.Transport.Reset()
+			probe := hs.NewEnvironment()
+			want(t, probe.Send(rec, "alice", key, sentID, sent))
+			ownRead := "TransactWriteItems" // its failed condition returned the record
+			if hs.B.Transport.Calls()["GetItem"] > 0 {
+				ownRead = "GetItem"
+			}
+			t.Logf("%s reads a known key with %v", hs.B.Name, hs.B.Transport.Calls())
+
+			for _, target := range []string{ownRead, "GetItem after no item"} {
+				if target == "GetItem after no item" && ownRead == "GetItem" {
+					continue // the case above
+				}
+				t.Run(target, func(t *testing.T) {
+					env := hs.NewEnvironment()
+					before := tableItems(hs)
+					hs.B.Transport.Reset()
+					op := target
+					if target == "GetItem after no item" {
+						op = "GetItem"
+						hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.NoOldItems, Times: 1 << 30})
+					}
+					f := hs.B.Transport.Inject(ddbtest.Fault{Op: op, Kind: ddbtest.Refused, Times: sdkAttempts})
+					resp := env.Post("alice", key, sent)
+					rec.Add(apitest.ExchangeOf("alice", key, sentID, sent, resp))
+					if f.Fired() != sdkAttempts {
+						t.Fatalf("the %s fault fired %d times, want %d (calls %v)", op, f.Fired(), sdkAttempts, hs.B.Transport.Calls())
+					}
+					apitest.WantResponse(t, resp, 503, string(errcode.ServiceUnavailable))
+					if resp.Headers["Retry-After"] == "" {
+						t.Fatalf("a 503 without Retry-After: %v", resp.Headers)
+					}
+					if after := tableItems(hs); after != before {
+						t.Fatalf("a failed read changed the tables:\nbefore %s\nafter  %s", before, after)
+					}
+					// The fault passes; the same environment's retry reads
+					// the record again (the failure cached nothing).
+					hs.B.Transport.Reset()
+					retry := env.Send(rec, "alice", key, sentID, sent)
+					want(t, retry)
+					if m, line := env.LastMetrics(t); m.DynamoDBCalls == 0 {
+						t.Fatalf("the retry was answered with no DynamoDB call: %s", line)
+					}
+				})
+			}
+			hs.CheckInvariants(rec)
+		})
 	}
-	hs.B.Transport.Reset()
-	rec.Add(apitest.ExchangeOf("alice", key, id, body, hs.Post("alice", key, body)))
-	hs.CheckInvariants(rec)
+	t.Run("GET page", func(t *testing.T) {
+		hs := apitest.New(t)
+		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
+		f := hs.B.Transport.Inject(ddbtest.Fault{Op: "Query", Kind: ddbtest.Refused, Times: sdkAttempts})
+		apitest.WantResponse(t, hs.Get("alice", nil), 503, string(errcode.ServiceUnavailable))
+		if f.Fired() != sdkAttempts {
+			t.Fatalf("the Query fault fired %d times, want %d", f.Fired(), sdkAttempts)
+		}
+		if p := hs.Pull("alice", "", 10); len(p.Events) != 1 {
+			t.Fatalf("after the fault: %d events listed, want 1", len(p.Events))
+		}
+	})
+}
+
+// tableItems is every item of both tables, head items included, in a
+// stable form, to compare before and after a request that must write
+// nothing.
+func tableItems(hs *apitest.Harness) string {
+	hs.T.Helper()
+	var all []string
+	for _, table := range []string{hs.B.Tables.Ledger, hs.B.Tables.Events} {
+		out, err := hs.B.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			hs.T.Fatal(err)
+		}
+		for _, item := range out.Items {
+			var b strings.Builder
+			for _, k := range slices.Sorted(maps.Keys(item)) {
+				fmt.Fprintf(&b, "%s=%v;", k, item[k])
+			}
+			all = append(all, b.String())
+		}
+	}
+	slices.Sort(all)
+	return strings.Join(all, "\n")
 }

@@ -25,6 +25,8 @@ type Transport struct {
 	ok     map[string]int // calls answered 200
 	faults []*Fault
 	rng    *rand.Rand
+	// observe, if set, is told of every call (see Observe).
+	observe func(op string, body []byte)
 }
 
 // FaultKind is where and how a call fails.
@@ -51,6 +53,11 @@ const (
 	// slow network make it in AWS. The wait ends early if the caller gives
 	// up, and then nothing is sent.
 	Delayed
+	// NoOldItems sends the call and takes the items out of the
+	// cancellation reasons of a failed transaction, as a backend that
+	// ignores ReturnValuesOnConditionCheckFailure does (kumo): the code
+	// must then read what the failed condition did not return.
+	NoOldItems
 )
 
 // Fault is one failure to inject Times times into calls of Op.
@@ -93,6 +100,16 @@ func (t *Transport) Reset() {
 	t.calls, t.ok, t.faults = map[string]int{}, map[string]int{}, nil
 }
 
+// Observe has fn told the operation and the request body of every call
+// from now on, faulted or not; nil stops it. It is for a test that needs
+// what the calls touched (tables, indexes, the actions of a transaction),
+// not only how many there were. Reset does not stop it.
+func (t *Transport) Observe(fn func(op string, body []byte)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.observe = fn
+}
+
 // Calls returns the number of calls of each operation so far.
 func (t *Transport) Calls() map[string]int {
 	t.mu.Lock()
@@ -125,6 +142,20 @@ func (t *Transport) Total() int {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	op := req.Header.Get("X-Amz-Target")
 	op = op[strings.LastIndex(op, ".")+1:]
+	t.mu.Lock()
+	observe := t.observe
+	t.mu.Unlock()
+	if observe != nil && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		observe(op, body)
+	}
 	t.mu.Lock()
 	t.calls[op]++
 	var fault *Fault
@@ -159,6 +190,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	case ShortPage:
 		return shortPage(t.base, req, fault.KeyNames)
+	case NoOldItems:
+		return withoutOldItems(t.base, req)
 	case Refused:
 		if req.Body != nil {
 			req.Body.Close()
@@ -198,6 +231,34 @@ func reasonsJSON(codes []string) string {
 		parts[i] = fmt.Sprintf(`{"Code":%q}`, c)
 	}
 	return `,"CancellationReasons":[` + strings.Join(parts, ",") + `]`
+}
+
+// withoutOldItems forwards a call and, if it failed with cancellation
+// reasons, removes the item each reason carries.
+func withoutOldItems(base http.RoundTripper, req *http.Request) (*http.Response, error) {
+	resp, err := base.RoundTrip(req)
+	if err != nil || resp.StatusCode == http.StatusOK {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var answer map[string]json.RawMessage
+	var reasons []map[string]json.RawMessage
+	if json.Unmarshal(body, &answer) == nil && json.Unmarshal(answer["CancellationReasons"], &reasons) == nil && len(reasons) > 0 {
+		for _, r := range reasons {
+			delete(r, "Item")
+		}
+		answer["CancellationReasons"], _ = json.Marshal(reasons)
+		body, _ = json.Marshal(answer)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("X-Amz-Crc32") // the body may have changed
+	resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
+	return resp, nil
 }
 
 // shortPage forwards a Query and keeps only the first item of its answer,
