@@ -7,7 +7,14 @@ will build) and check the resources it generates, not the template's intent:
 - the API invokes the function's "live" alias, and CodeDeploy shifts it with
   the error alarms as rollback triggers, canary for a stack named prod;
 - stage throttling, tracing and reserved concurrency are wired to their
-  parameters, and the role grants no logs:* or CloudWatch Logs on "*".
+  parameters, and the role grants no logs:* or CloudWatch Logs on "*";
+- the access log records no source IP, header or token;
+- the edge (Edge=cloudfront-waf): CloudFront caches nothing, forwards every
+  header but Host to the API over HTTPS, caches no error, and is behind a
+  CLOUDFRONT web ACL whose rate rules key on the client IP and on the
+  Authorization header and answer 429; no WAF sample keeps a request's
+  headers; the web ACL is made only in us-east-1, and none of it exists
+  with Edge=none.
 
 Run with the CI venv's python: python3 .ci/check-template.py template.yaml
 """
@@ -148,8 +155,73 @@ def main(path):
         elif s["Resource"] == "*":
             check(all(a.startswith("xray:") for a in actions), f"only X-Ray's actions are on '*': {actions}")
 
+    log_format = next(iter(stage.values()))["Properties"]["AccessLogSettings"]["Format"]
+    leaks = [f for f in ("sourceIp", "identity.", "authorizer.claims", "header", "user") if f in log_format]
+    check(not leaks, f"the access log records no source IP, header, claim or user {leaks or ''}")
+
+    check_edge(template, params)
+
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
+
+
+CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+
+
+def check_edge(template, params):
+    on = dict(params, Edge="cloudfront-waf")
+    res = translate(template, on)["Resources"]
+    conds = template["Conditions"]
+    check(conds["HasEdge"] == {"Fn::Equals": [{"Ref": "Edge"}, "cloudfront-waf"]}
+          and template["Parameters"]["Edge"]["Default"] == "none", "the edge is off unless Edge=cloudfront-waf")
+    edge = {k: v for k, v in res.items() if v["Type"] in ("AWS::CloudFront::Distribution", "AWS::WAFv2::WebACL")}
+    check(sorted(edge) == ["EdgeDistribution", "EdgeWebAcl"]
+          and res["EdgeDistribution"].get("Condition") == "HasEdge" and res["EdgeWebAcl"].get("Condition") == "CreateEdgeWebAcl",
+          f"the edge's resources exist only under their conditions: {sorted((k, v.get('Condition')) for k, v in edge.items())}")
+
+    dist = res["EdgeDistribution"]["Properties"]["DistributionConfig"]
+    origin, = dist["Origins"]
+    behavior = dist["DefaultCacheBehavior"]
+    check(origin["DomainName"] == {"Fn::Sub": "${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"}
+          and origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only", f"the one origin is the HTTP API over HTTPS: {origin}")
+    check(behavior["CachePolicyId"] == CACHING_DISABLED and behavior["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST
+          and not dist.get("CacheBehaviors"), "nothing is cached and every header but Host (Authorization included) reaches the API")
+    check(sorted(behavior["AllowedMethods"]) == sorted(["GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST", "DELETE"])
+          and behavior["ViewerProtocolPolicy"] == "https-only", f"every method, HTTPS only: {behavior['AllowedMethods']}")
+    errors = {e["ErrorCode"]: e for e in dist.get("CustomErrorResponses", [])}
+    check(sorted(errors) == [400, 403, 404, 405, 414, 416, 500, 501, 502, 503, 504]
+          and all(e == {"ErrorCode": c, "ErrorCachingMinTTL": 0} for c, e in errors.items()),
+          "no error answer is cached (CloudFront's default keeps one 10 s)")
+    check(dist["WebACLId"] == {"Fn::If": ["CreateEdgeWebAcl", {"Fn::GetAtt": ["EdgeWebAcl", "Arn"]}, {"Ref": "EdgeWebAclArn"}]},
+          "the distribution is behind the stack's web ACL, or the one given")
+
+    acl = res["EdgeWebAcl"]["Properties"]
+    rules = {r["Name"]: r for r in acl["Rules"]}
+    check(acl["Scope"] == "CLOUDFRONT" and acl["DefaultAction"] == {"Allow": {}}, "a CLOUDFRONT web ACL that allows by default")
+
+    def rate(name):
+        r = rules.get(name, {})
+        return r.get("Statement", {}).get("RateBasedStatement", {}), r.get("Action", {}).get("Block", {}).get("CustomResponse", {})
+
+    ip, ip_answer = rate("RatePerIp")
+    token, token_answer = rate("RatePerToken")
+    check(ip.get("AggregateKeyType") == "IP" and ip.get("Limit") == {"Ref": "EdgeRateLimitPerIp"}, f"a rate rule per client IP: {ip}")
+    keys = token.get("CustomKeys", [])
+    check(token.get("AggregateKeyType") == "CUSTOM_KEYS" and token.get("Limit") == {"Ref": "EdgeRateLimitPerToken"}
+          and len(keys) == 1 and keys[0].get("Header", {}).get("Name", "").lower() == "authorization",
+          f"a rate rule per bearer token (the Authorization header): {token}")
+    body = acl["CustomResponseBodies"].get(ip_answer.get("CustomResponseBodyKey"), {}).get("Content")
+    check(ip_answer.get("ResponseCode") == 429 and token_answer == ip_answer and body == '{"message":"Too Many Requests"}',
+          f"both answer API Gateway's own 429: {ip_answer} {body}")
+    samples = [acl["VisibilityConfig"]["SampledRequestsEnabled"]] + [r["VisibilityConfig"]["SampledRequestsEnabled"] for r in acl["Rules"]]
+    check(not any(samples), "no WAF sampled requests (a sample shows the Authorization header)")
+
+    rule = template.get("Rules", {}).get("EdgeWebAclInUsEast1", {})
+    check(rule.get("RuleCondition") == {"Fn::And": [{"Fn::Equals": [{"Ref": "Edge"}, "cloudfront-waf"]}, {"Fn::Equals": [{"Ref": "EdgeWebAclArn"}, ""]}]}
+          and rule.get("Assertions", [{}])[0].get("Assert") == {"Fn::Equals": [{"Ref": "AWS::Region"}, "us-east-1"]}
+          and conds["CreateEdgeWebAcl"] == {"Fn::And": [{"Condition": "HasEdge"}, {"Fn::Equals": [{"Ref": "EdgeWebAclArn"}, ""]}]},
+          "a stack that makes the web ACL must be in us-east-1 (a rule refuses it elsewhere)")
 
 
 main(sys.argv[1] if len(sys.argv) > 1 else "template.yaml")

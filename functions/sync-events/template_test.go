@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -73,7 +74,8 @@ type resource struct {
 
 type template struct {
 	Parameters map[string]struct {
-		Default string `yaml:"Default"`
+		Default        string `yaml:"Default"`
+		AllowedPattern string `yaml:"AllowedPattern"`
 	} `yaml:"Parameters"`
 	Globals struct {
 		Function struct {
@@ -448,4 +450,44 @@ func TestTemplateCORSIsTheDevServers(t *testing.T) {
 func fmtNode(n yaml.Node) string {
 	b, _ := yaml.Marshal(&n)
 	return string(b)
+}
+
+// TestTemplateDynamoDBEndpointIsLocalOnly: the DynamoDBEndpoint parameter
+// takes what sam local needs (DynamoDB Local on loopback, Docker's host
+// name, a container on a Docker network, env.local.json's value) and
+// refuses every value that would send the function's payloads to a host
+// on the internet, AWS's own endpoints included (the function reaches
+// DynamoDB in AWS with no endpoint at all).
+func TestTemplateDynamoDBEndpointIsLocalOnly(t *testing.T) {
+	tpl := loadTemplate(t)
+	p := tpl.Parameters["DynamoDBEndpoint"]
+	if p.AllowedPattern == "" || p.Default != "" {
+		t.Fatalf("DynamoDBEndpoint: pattern %q, default %q", p.AllowedPattern, p.Default)
+	}
+	pattern := regexp.MustCompile(p.AllowedPattern)
+	raw, err := os.ReadFile("../../env.local.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var local map[string]map[string]string
+	if err := json.Unmarshal(raw, &local); err != nil {
+		t.Fatal(err)
+	}
+	accept := []string{"", local["SyncEventsFunction"][config.EnvEndpoint], "http://localhost:8000", "http://127.0.0.1:8000",
+		"http://[::1]:8000", "http://host.docker.internal:8000", "https://localhost:8443", "http://dynamodb-local:8000", "http://moto:5000"}
+	for _, v := range accept {
+		if !pattern.MatchString(v) {
+			t.Errorf("DynamoDBEndpoint refuses %q, which sam local needs", v)
+		}
+	}
+	for _, v := range []string{
+		"https://dynamodb.eu-west-1.amazonaws.com", "https://dynamodb.eu-west-1.amazonaws.com:443", "http://evil.example:8000",
+		"https://collector.example.com:443", "http://localhost.evil.example:8000", "http://127.0.0.1.evil.example:8000",
+		"http://localhost", "http://dynamodb-local", "ftp://localhost:8000", "http://10.0.0.5:8000", "http://1234:8000",
+		"http://localhost:8000/path", "http://user@localhost:8000", " http://localhost:8000", "http://localhost:8000\n",
+	} {
+		if pattern.MatchString(v) {
+			t.Errorf("DynamoDBEndpoint accepts %q", v)
+		}
+	}
 }
