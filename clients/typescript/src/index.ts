@@ -3,7 +3,7 @@ export { IndexedDBStorage, type IndexedDBStorageOptions } from "./indexeddb.js";
 export { EventPull, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
 export { type DrainReport, type QueueStopReason, SyncQueue, type SyncQueueOptions } from "./queue.js";
 export type { RetryOptions } from "./retry.js";
-export { MemoryStorage, type QueueStorage, type StorageOptions } from "./storage.js";
+export { MemoryStorage, type MemoryStorageOptions, type QueueStorage, type StorageOptions } from "./storage.js";
 export { tokenSubject } from "./token.js";
 export type { ApiError, EntryStatus, ErrorBody, ErrorCode, ListedEvent, NewEvent, Page, QueueEntry, StoredEvent } from "./types.js";
 export { uuidv4 } from "./uuid.js";

@@ -32,29 +32,53 @@ export interface StorageOptions {
   user: string;
 }
 
+/** What a MemoryStorage is made for: its user and, optionally, where it keeps the entries. */
+export interface MemoryStorageOptions extends StorageOptions {
+  /**
+   * Where the entries are kept, each as JSON: the storages made over one
+   * store share each user's queue, as the storages over one browser
+   * profile's IndexedDB do, so a new storage (as after a reload of the
+   * app) finds what the last one kept. A store of the storage's own by
+   * default: the queue lives and dies with the object.
+   */
+  store?: Map<string, string>;
+}
+
 /**
  * A QueueStorage in memory, for tests and for apps that need no
- * persistence: it lives and dies with the object, so a reload of the app
- * starts with an empty queue.
+ * persistence. By default it lives and dies with the object, so a reload
+ * of the app starts with an empty queue; made over a shared `store`, it
+ * holds what a persistent storage would, serialised, and a new storage of
+ * the same user over that store carries on.
  */
 export class MemoryStorage implements QueueStorage {
   readonly user: string;
-  readonly #entries = new Map<string, QueueEntry>();
+  readonly #store: Map<string, string>;
+  /** The start of every key of this user's entries in the store (URI-encoding leaves no newline). */
+  readonly #prefix: string;
 
-  constructor(options: StorageOptions) {
+  constructor(options: MemoryStorageOptions) {
     this.user = requireUser(options);
+    this.#store = options.store ?? new Map();
+    this.#prefix = `${encodeURIComponent(this.user)}\n`;
   }
 
   async add(entry: QueueEntry): Promise<void> {
-    if (this.#entries.has(entry.key)) {
+    if (this.#store.has(this.#prefix + entry.key)) {
       throw new Error(`an entry with key ${entry.key} is already queued`);
     }
-    this.#entries.set(entry.key, copy(entry));
+    this.#store.set(this.#prefix + entry.key, JSON.stringify(entry));
   }
 
   async list(): Promise<QueueEntry[]> {
     // A Map iterates in insertion order, and set() on an existing key keeps it.
-    return [...this.#entries.values()].map((e) => copy(e));
+    const out: QueueEntry[] = [];
+    for (const [k, json] of this.#store) {
+      if (k.startsWith(this.#prefix)) {
+        out.push(JSON.parse(json) as QueueEntry);
+      }
+    }
+    return out;
   }
 
   async update(entry: QueueEntry): Promise<void> {
@@ -66,23 +90,27 @@ export class MemoryStorage implements QueueStorage {
   }
 
   async updateAll(entries: QueueEntry[]): Promise<void> {
-    const missing = entries.find((e) => !this.#entries.has(e.key));
+    const missing = entries.find((e) => !this.#store.has(this.#prefix + e.key));
     if (missing) {
       throw new Error(`no entry with key ${missing.key}`);
     }
     for (const e of entries) {
-      this.#entries.set(e.key, copy(e));
+      this.#store.set(this.#prefix + e.key, JSON.stringify(e));
     }
   }
 
   async removeAll(keys: string[]): Promise<void> {
     for (const k of keys) {
-      this.#entries.delete(k);
+      this.#store.delete(this.#prefix + k);
     }
   }
 
   async clear(): Promise<void> {
-    this.#entries.clear();
+    for (const k of [...this.#store.keys()]) {
+      if (k.startsWith(this.#prefix)) {
+        this.#store.delete(k);
+      }
+    }
   }
 }
 
@@ -93,9 +121,4 @@ export function requireUser(options: StorageOptions | undefined): string {
     throw new TypeError("a queue storage is made for one user: pass { user }, the sub of the tokens its queue is sent with");
   }
   return user;
-}
-
-/** A deep copy of an entry, which is JSON through and through (structuredClone is newer than the browser floor). */
-function copy(entry: QueueEntry): QueueEntry {
-  return JSON.parse(JSON.stringify(entry)) as QueueEntry;
 }

@@ -16,9 +16,9 @@ const payloads = async (s: QueueStorage) => (await s.list()).map((e) => e.event.
 /**
  * Each kind of storage on one device (a fresh device per test): open(user)
  * is what the app makes for a user; later(storage) is where the app finds
- * that user's entries next: the very instance for MemoryStorage, which is
- * all it has, and a new instance over the device's databases for
- * IndexedDBStorage.
+ * that user's entries next, after a reload: a new instance over what the
+ * device kept (a MemoryStorage's store of serialised entries, the
+ * IndexedDB databases), never the instance itself.
  */
 interface Device {
   open: (user: string) => QueueStorage;
@@ -27,7 +27,11 @@ interface Device {
 const kinds: { name: string; device: () => Device }[] = [
   {
     name: "MemoryStorage",
-    device: () => ({ open: (user) => new MemoryStorage({ user }), later: (s) => s }),
+    device: () => {
+      const store = new Map<string, string>();
+      const open = (user: string) => new MemoryStorage({ user, store });
+      return { open, later: (s) => open(s.user) };
+    },
   },
   {
     name: "IndexedDBStorage",
@@ -59,6 +63,22 @@ for (const kind of kinds) {
       await storage.remove(entry(3).key);
       await storage.remove(entry(9).key); // unknown: nothing happens
       assert.deepEqual(await payloads(storage), [1, 2]);
+    });
+
+    it("a new storage of the user, as after a reload of the app, finds the entries kept, in order, updates and all", async () => {
+      const { open, later } = kind.device();
+      const first = open("user-a");
+      for (const n of [1, 2, 3]) {
+        await first.add(entry(n));
+      }
+      await first.remove(entry(2).key);
+      await first.updateAll([{ ...entry(3), status: "pending", batch: "b-1" }]);
+      const again = later(first);
+      assert.notEqual(again, first, "a reload makes a new storage");
+      assert.deepEqual(await again.list(), [entry(1), { ...entry(3), batch: "b-1" }]);
+      assert.deepEqual(await open("user-b").list(), [], "another user's queue is another");
+      await again.add(entry(4));
+      assert.deepEqual(await payloads(later(again)), [1, 3, 4]);
     });
 
     it("refuses a second entry with the same key, and an update of none", async () => {
@@ -102,11 +122,26 @@ for (const kind of kinds) {
   });
 }
 
-describe("MemoryStorage, unlike IndexedDBStorage", () => {
+describe("MemoryStorage without a store", () => {
   it("persists nothing: a new one, as after a reload of the app, starts empty, even for the same user", async () => {
     const storage = new MemoryStorage({ user: "u" });
     await storage.add(entry(1));
+    assert.deepEqual(await payloads(storage), [1]);
     assert.deepEqual(await new MemoryStorage({ user: "u" }).list(), []);
+  });
+});
+
+describe("MemoryStorage over a store", () => {
+  it("keeps each entry in it as JSON, under a key of its user's, and nothing else", async () => {
+    const store = new Map<string, string>();
+    const storage = new MemoryStorage({ user: "auth0|a", store });
+    await storage.add(entry(1));
+    assert.deepEqual(
+      [...store.values()].map((json) => JSON.parse(json)),
+      [entry(1)],
+    );
+    await storage.clear();
+    assert.equal(store.size, 0);
   });
 });
 
