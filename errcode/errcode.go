@@ -12,6 +12,7 @@ package errcode
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is an error code a client can branch on.
@@ -26,10 +27,14 @@ const (
 	MethodNotAllowed     Code = "METHOD_NOT_ALLOWED"
 )
 
-// Codes for a caller the service will not serve.
+// Codes for a caller the service will not serve, or not now.
 const (
 	Unauthorized        Code = "UNAUTHORIZED"
 	CallerIDUnsupported Code = "CALLER_ID_UNSUPPORTED"
+	// RateLimited: the caller sent more than their share; nothing was
+	// done or recorded. Retry after the answer's Retry-After, with the
+	// same key.
+	RateLimited Code = "RATE_LIMITED"
 )
 
 // Codes for a request that conflicts with what is stored.
@@ -61,7 +66,10 @@ type Error struct {
 	Code    Code
 	Message string
 	Details Details
-	Err     error
+	// RetryAfter, for a refusal that passes (a rate limit, a busy
+	// service), is how long until a retry can succeed; 0 if unknown.
+	RetryAfter time.Duration
+	Err        error
 }
 
 // New is an error with code and message for the client.

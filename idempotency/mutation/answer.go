@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -19,6 +20,7 @@ func DefaultStatuses() map[errcode.Code]int {
 		errcode.ValidationFailed:     http.StatusBadRequest,
 		errcode.Unauthorized:         http.StatusUnauthorized,
 		errcode.CallerIDUnsupported:  http.StatusForbidden,
+		errcode.RateLimited:          http.StatusTooManyRequests,
 		errcode.NotFound:             http.StatusNotFound,
 		errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
 		errcode.KeyReused:            http.StatusConflict,
@@ -32,7 +34,8 @@ func DefaultStatuses() map[errcode.Code]int {
 	}
 }
 
-// RetryAfterSeconds is the Retry-After of every 503.
+// RetryAfterSeconds is the Retry-After of a 503, and of a 429 whose
+// error says no longer wait.
 const RetryAfterSeconds = 1
 
 // Sentences for failures no one worded, by whether the request was a
@@ -92,8 +95,8 @@ func (a answers) answer(err error, mutation bool) (Response, *errcode.Error) {
 		b = []byte(`{"error":"INTERNAL","message":"Internal error"}`)
 	}
 	resp := jsonResponse(status, b)
-	if status == http.StatusServiceUnavailable {
-		resp.Header.Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		resp.Header.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.RetryAfter)))
 	}
 	return resp, e
 }
@@ -111,4 +114,11 @@ func sentence(code errcode.Code, mutation bool) string {
 		return internalRead
 	}
 	return "The request was refused: " + string(code)
+}
+
+// retryAfterSeconds is d in whole seconds, rounded up, at least
+// RetryAfterSeconds: Retry-After takes whole seconds, and a client that
+// retried early would only be refused again.
+func retryAfterSeconds(d time.Duration) int {
+	return max(RetryAfterSeconds, int((d+time.Second-1)/time.Second))
 }

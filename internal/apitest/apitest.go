@@ -41,6 +41,8 @@ type Harness struct {
 	T testing.TB
 	B *ddbtest.Backend
 	H *api.Handler
+	// cfg is what H was wired with; other environments get the same.
+	cfg config.Config
 
 	logMu sync.Mutex
 	logs  bytes.Buffer
@@ -52,7 +54,8 @@ type Harness struct {
 func New(t testing.TB) *Harness {
 	t.Helper()
 	hs := &Harness{T: t, B: ddbtest.Start(t)}
-	hs.H = api.Wire(hs.B.Client, TablesConfig(hs.B.Tables), hs.Output())
+	hs.cfg = TablesConfig(hs.B.Tables)
+	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
 	return hs
 }
 
@@ -81,15 +84,15 @@ func (hs *Harness) Metrics() string {
 // ForTest is hs for one fuzz execution: the same handler and backend,
 // failing t (its logs stay with hs).
 func (hs *Harness) ForTest(t testing.TB) *Harness {
-	return &Harness{T: t, B: hs.B, H: hs.H}
+	return &Harness{T: t, B: hs.B, H: hs.H, cfg: hs.cfg}
 }
 
 // NewEnvironment is another Lambda execution environment on hs's backend:
 // a handler of its own, with an empty replay cache.
 func (hs *Harness) NewEnvironment() *Harness {
 	hs.T.Helper()
-	other := &Harness{T: hs.T, B: hs.B}
-	other.H = api.Wire(hs.B.Client, TablesConfig(hs.B.Tables), other.Output())
+	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg}
+	other.H = api.Wire(hs.B.Client, hs.cfg, other.Output())
 	return other
 }
 
@@ -117,11 +120,26 @@ func (hs *Harness) Forget(user, key, eventID string) {
 	}
 }
 
-// TablesConfig is the default configuration on the given tables.
+// TablesConfig is the default configuration on the given tables, less
+// the per-user rate limits: the simulations send one user's requests far
+// faster than any device would, on purpose. NewLimited turns them on.
 func TablesConfig(tables ddb.TableNames) config.Config {
 	cfg := config.Defaults()
 	cfg.IdempotencyTable, cfg.EventsTable = tables.Ledger, tables.Events
+	cfg.ChangesPerSecond, cfg.ReadsPerSecond = 0, 0
 	return cfg
+}
+
+// NewLimited is New with each user's mutations and reads limited to the
+// rates and bursts given.
+func NewLimited(t testing.TB, changesPerSecond, changesBurst, readsPerSecond, readsBurst int) *Harness {
+	t.Helper()
+	hs := &Harness{T: t, B: ddbtest.Start(t)}
+	hs.cfg = TablesConfig(hs.B.Tables)
+	hs.cfg.ChangesPerSecond, hs.cfg.ChangesBurst = changesPerSecond, changesBurst
+	hs.cfg.ReadsPerSecond, hs.cfg.ReadsBurst = readsPerSecond, readsBurst
+	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
+	return hs
 }
 
 type syncWriter struct {

@@ -30,6 +30,13 @@ type Config struct {
 	// ReplayCacheBytes bounds the memory an execution environment keeps
 	// ledger records in to answer retries without DynamoDB; 0 turns it off.
 	ReplayCacheBytes int
+	// ChangesPerSecond and ChangesBurst are each user's rate of mutations,
+	// kept in DynamoDB on the user's head and written with each mutation;
+	// ChangesPerSecond 0 turns the limit off.
+	ChangesPerSecond, ChangesBurst int
+	// ReadsPerSecond and ReadsBurst are each user's rate of reads, per
+	// execution environment; ReadsPerSecond 0 turns the limit off.
+	ReadsPerSecond, ReadsBurst int
 }
 
 // The variables, as the template declares them.
@@ -41,11 +48,18 @@ const (
 	EnvMaxBodyBytes     = "MAX_BODY_BYTES"
 	EnvLogLevel         = "LOG_LEVEL"
 	EnvReplayCacheBytes = "REPLAY_CACHE_BYTES"
+	EnvChangesPerSecond = "CHANGES_PER_SECOND"
+	EnvChangesBurst     = "CHANGES_BURST"
+	EnvReadsPerSecond   = "READS_PER_SECOND"
+	EnvReadsBurst       = "READS_BURST"
 )
 
 // Variables lists every variable Load reads; the template test holds the
 // template to it.
-var Variables = []string{EnvIdempotencyTable, EnvEventsTable, EnvEndpoint, EnvRetention, EnvMaxBodyBytes, EnvLogLevel, EnvReplayCacheBytes}
+var Variables = []string{
+	EnvIdempotencyTable, EnvEventsTable, EnvEndpoint, EnvRetention, EnvMaxBodyBytes, EnvLogLevel, EnvReplayCacheBytes,
+	EnvChangesPerSecond, EnvChangesBurst, EnvReadsPerSecond, EnvReadsBurst,
+}
 
 // Defaults for the optional variables.
 const (
@@ -54,6 +68,13 @@ const (
 	// DefaultReplayCacheBytes is 16 MiB: tens of thousands of records (a
 	// stored 201 is a few hundred bytes) in a 256 MB function.
 	DefaultReplayCacheBytes = 16 << 20
+	// Each user's mutations: 10 a second, 60 at once. A device back online
+	// sends its queue in batches of up to 98 events, a few requests a
+	// second; a client looping on mutations is held to 10 a second.
+	DefaultChangesPerSecond, DefaultChangesBurst = 10, 60
+	// Each user's reads in one environment: 20 a second, 60 at once (a
+	// catching-up device pulls pages back to back).
+	DefaultReadsPerSecond, DefaultReadsBurst = 20, 60
 )
 
 // Bounds: a retention under an hour would expire records while a client is
@@ -69,7 +90,11 @@ const (
 
 // Defaults is the configuration with every default and no table names.
 func Defaults() Config {
-	return Config{Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo, ReplayCacheBytes: DefaultReplayCacheBytes}
+	return Config{
+		Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo, ReplayCacheBytes: DefaultReplayCacheBytes,
+		ChangesPerSecond: DefaultChangesPerSecond, ChangesBurst: DefaultChangesBurst,
+		ReadsPerSecond: DefaultReadsPerSecond, ReadsBurst: DefaultReadsBurst,
+	}
 }
 
 // DynamoDB's rule for table names.
@@ -120,8 +145,12 @@ func Load(getenv func(string) string) (Config, error) {
 		min, max int
 		what     string
 	}{
-		{EnvMaxBodyBytes, &c.MaxBodyBytes, 1, MaxMaxBodyBytes, "1"},
-		{EnvReplayCacheBytes, &c.ReplayCacheBytes, 0, maxReplayCacheBytes, "0 (off)"},
+		{EnvMaxBodyBytes, &c.MaxBodyBytes, 1, MaxMaxBodyBytes, "bytes from 1"},
+		{EnvReplayCacheBytes, &c.ReplayCacheBytes, 0, maxReplayCacheBytes, "bytes from 0 (off)"},
+		{EnvChangesPerSecond, &c.ChangesPerSecond, 0, 10_000, "mutations a second from 0 (off)"},
+		{EnvChangesBurst, &c.ChangesBurst, 1, 100_000, "mutations from 1"},
+		{EnvReadsPerSecond, &c.ReadsPerSecond, 0, 10_000, "reads a second from 0 (off)"},
+		{EnvReadsBurst, &c.ReadsBurst, 1, 100_000, "reads from 1"},
 	}
 	for _, i := range ints {
 		v := getenv(i.name)
@@ -129,7 +158,7 @@ func Load(getenv func(string) string) (Config, error) {
 			continue
 		}
 		if n, err := strconv.Atoi(v); err != nil || n < i.min || n > i.max {
-			fail(i.name, "%q must be a whole number of bytes from %s to %d", v, i.what, i.max)
+			fail(i.name, "%q must be a whole number of %s to %d", v, i.what, i.max)
 		} else {
 			*i.dst = n
 		}

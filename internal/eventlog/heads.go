@@ -12,26 +12,27 @@ const (
 )
 
 // headCache is the last head an environment saw of each user. A wrong
-// entry costs one more call, never a wrong position: the head's condition
-// is what decides.
+// entry costs one more call, never a wrong position nor a wrong refusal:
+// the head's condition is what decides, and an older head's bucket has
+// no fewer tokens than the real one.
 type headCache struct {
 	mu       sync.Mutex
 	maxBytes int
 	bytes    int
-	heads    map[string]uint64
+	heads    map[string]head
 }
 
 func newHeadCache(maxBytes int) *headCache {
-	return &headCache{maxBytes: maxBytes, heads: map[string]uint64{}}
+	return &headCache{maxBytes: maxBytes, heads: map[string]head{}}
 }
 
-func (c *headCache) get(user string) uint64 {
+func (c *headCache) get(user string) head {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.heads[user]
 }
 
-func (c *headCache) put(user string, head uint64) {
+func (c *headCache) put(user string, h head) {
 	size := len(user) + headEntryOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -45,5 +46,5 @@ func (c *headCache) put(user string, head uint64) {
 		}
 		c.bytes += size
 	}
-	c.heads[user] = head
+	c.heads[user] = h
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -72,20 +73,57 @@ func isHead(item map[string]types.AttributeValue) bool {
 	return ok && id.Value == headID
 }
 
-// decodeHead reads a head item; no item is the head 0.
-func decodeHead(item map[string]types.AttributeValue) (uint64, error) {
+// head is a user's head item: the sequence number of their last
+// committed event, and their rate limit's bucket as that commit left it.
+// Both change only together, under the head's condition.
+type head struct {
+	seq    uint64
+	bucket ratelimit.State
+}
+
+// The head item's attributes besides its keys and attrHeadSeq: the
+// bucket's tokens, and when it was last taken from (Unix milliseconds).
+const (
+	attrHeadTokens   = "tokens"
+	attrHeadRefilled = "refilled_ms"
+)
+
+// encodeHead is h as the head item of userID.
+func encodeHead(userID string, h head) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(headID), attrHeadSeq: num(h.seq)}
+	if h.bucket.Stored {
+		item[attrHeadTokens] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(h.bucket.Tokens, 'f', -1, 64)}
+		item[attrHeadRefilled] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.bucket.Refilled.UnixMilli(), 10)}
+	}
+	return item
+}
+
+// decodeHead reads a head item; no item is the head 0 with a full bucket,
+// and so is a head written with no bucket.
+func decodeHead(item map[string]types.AttributeValue) (head, error) {
 	if len(item) == 0 {
-		return 0, nil
+		return head{}, nil
 	}
 	n, ok := item[attrHeadSeq].(*types.AttributeValueMemberN)
 	if !ok {
-		return 0, fmt.Errorf("%w: the head has no number %s", errBadItem, attrHeadSeq)
+		return head{}, fmt.Errorf("%w: the head has no number %s", errBadItem, attrHeadSeq)
 	}
 	seq, err := strconv.ParseUint(n.Value, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%w: head %s: %w", errBadItem, attrHeadSeq, err)
+		return head{}, fmt.Errorf("%w: head %s: %w", errBadItem, attrHeadSeq, err)
 	}
-	return seq, nil
+	h := head{seq: seq}
+	tokens, tok := item[attrHeadTokens].(*types.AttributeValueMemberN)
+	refilled, ref := item[attrHeadRefilled].(*types.AttributeValueMemberN)
+	if tok && ref {
+		t, err1 := strconv.ParseFloat(tokens.Value, 64)
+		ms, err2 := strconv.ParseInt(refilled.Value, 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return head{}, fmt.Errorf("%w: head bucket: %w", errBadItem, err)
+		}
+		h.bucket = ratelimit.State{Stored: true, Tokens: t, Refilled: time.UnixMilli(ms)}
+	}
+	return h, nil
 }
 
 func str(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }

@@ -13,23 +13,26 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
 // Log is the events table called table, committed with the records of
 // ledger.
 type Log struct {
-	client *dynamodb.Client
-	table  string
-	ledger *dynamodbstore.Store
-	heads  *headCache
+	client  *dynamodb.Client
+	table   string
+	ledger  *dynamodbstore.Store
+	heads   *headCache
+	changes ratelimit.Bucket
 }
 
 var _ idempotency.Store[syncevent.Event] = (*Log)(nil)
 
-// New returns the Log of the events table called table.
-func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store) *Log {
-	return &Log{client: client, table: table, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes)}
+// New returns the Log of the events table called table. Each user's
+// commits are limited to the changes bucket (a zero Bucket is no limit).
+func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, changes ratelimit.Bucket) *Log {
+	return &Log{client: client, table: table, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
 }
 
 // maxHeadAttempts bounds the attempts of one Commit against a head other
@@ -53,21 +56,31 @@ var ErrStorageFull = errcode.New(errcode.StorageFull,
 // meanwhile, the failed condition returns the head item, and the commit
 // is made again at the real head: two calls (three where the backend
 // returns no item, and the head is read).
+//
+// Each commit takes a token of the user's bucket, kept on the head item
+// and written with it: a commit over the user's rate is refused with
+// ErrRateLimited before anything is sent, and the limit costs no call
+// and no capacity of its own.
 func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
 	user, n := rec.UserID, uint64(len(evs))
-	head := l.heads.get(user)
+	h := l.heads.get(user)
 	for attempt := 1; ; attempt++ {
+		bucket, wait, ok := l.changes.Take(h.bucket, now)
+		if !ok {
+			return rateLimited(wait)
+		}
 		writes := make([]types.TransactWriteItem, 0, len(evs)+1)
 		for i, ev := range evs {
-			ev.Position = syncevent.At(head + uint64(i) + 1)
+			ev.Position = syncevent.At(h.seq + uint64(i) + 1)
 			writes = append(writes, l.putNew(ev))
 		}
-		writes = append(writes, l.advanceHead(user, head, head+n))
+		next := head{seq: h.seq + n, bucket: bucket}
+		writes = append(writes, l.advanceHead(user, h.seq, next))
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
 		if !errors.As(err, &failed) {
 			if err == nil {
-				l.heads.put(user, head+n)
+				l.heads.put(user, next)
 			}
 			return classify(err)
 		}
@@ -78,11 +91,20 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		if attempt == maxHeadAttempts {
 			return fmt.Errorf("%w: the head of the user's events kept moving", idempotency.ErrTransactionConflict)
 		}
-		if head, err = l.realHead(ctx, user, headItem); err != nil {
+		if h, err = l.realHead(ctx, user, headItem); err != nil {
 			return err
 		}
-		l.heads.put(user, head)
+		l.heads.put(user, h)
 	}
+}
+
+// ErrRateLimited is the answer to a commit over the user's rate; its
+// RetryAfter says when the next token comes.
+var ErrRateLimited = errcode.New(errcode.RateLimited,
+	"Too many changes from this user: nothing was stored; retry with the same key after the time in Retry-After")
+
+func rateLimited(wait time.Duration) error {
+	return &errcode.Error{Code: ErrRateLimited.Code, Message: ErrRateLimited.Message, RetryAfter: wait, Err: ErrRateLimited}
 }
 
 // classify adds what the ledger's store cannot know: a full item
@@ -106,13 +128,13 @@ func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
 }
 
 // advanceHead is the write that moves userID's head from sequence number
-// from to to, conditioned on the head being at from (no head item at all
-// for 0), and returning the head item if it is not, so that the caller
-// learns the real head without another call.
-func (l *Log) advanceHead(userID string, from, to uint64) types.TransactWriteItem {
+// from to next, conditioned on the head being at from (no head item at
+// all for 0), and returning the head item if it is not, so that the
+// caller learns the real head without another call.
+func (l *Log) advanceHead(userID string, from uint64, next head) types.TransactWriteItem {
 	put := &types.Put{
 		TableName:                           aws.String(l.table),
-		Item:                                map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(headID), attrHeadSeq: num(to)},
+		Item:                                encodeHead(userID, next),
 		ExpressionAttributeNames:            map[string]string{"#id": attrEventID},
 		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -141,9 +163,9 @@ func splitHeadFailure(f *dynamodbstore.ConditionFailedError, headIndex int) (hea
 // realHead is the head a failed condition returned, or, from a backend
 // that returns no item with a failed transactional condition, the head
 // read again.
-func (l *Log) realHead(ctx context.Context, user string, item map[string]types.AttributeValue) (uint64, error) {
+func (l *Log) realHead(ctx context.Context, user string, item map[string]types.AttributeValue) (head, error) {
 	if len(item) == 0 {
-		return l.Head(ctx, user)
+		return l.readHead(ctx, user)
 	}
 	return decodeHead(item)
 }
@@ -156,13 +178,18 @@ func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, 
 // Head reads userID's head with strong consistency: the sequence number of
 // the user's last committed event, 0 if none.
 func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
+	h, err := l.readHead(ctx, userID)
+	return h.seq, err
+}
+
+func (l *Log) readHead(ctx context.Context, userID string) (head, error) {
 	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(l.table),
 		Key:            map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(headID)},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return 0, dynamodbstore.Classify(fmt.Errorf("read head: %w", err))
+		return head{}, dynamodbstore.Classify(fmt.Errorf("read head: %w", err))
 	}
 	return decodeHead(out.Item)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -38,7 +39,7 @@ func putAt(t *testing.T, b *ddbtest.Backend, user string, seq uint64) {
 // at the last event with no gap, and the predecessor is read when it shows.
 func TestReadStopsAtAGap(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger())
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	tests := []struct {
 		name   string
 		stored []uint64

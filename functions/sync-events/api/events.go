@@ -55,6 +55,9 @@ func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGateway
 	if err != nil {
 		return h.fail(err, method)
 	}
+	if wait, ok := h.reads.Take(user, time.Now()); !ok {
+		return h.fail(readsLimited(wait), method)
+	}
 	limit, after, err := pageParams(r.QueryStringParameters)
 	if err != nil {
 		return h.fail(err, method)
@@ -98,4 +101,12 @@ func pageParams(q map[string]string) (limit int, after syncevent.Position, _ err
 		after = pos
 	}
 	return limit, after, nil
+}
+
+// errReadsLimited is the answer to a read over the user's rate in this
+// execution environment.
+var errReadsLimited = errcode.New(errcode.RateLimited, "Too many reads from this user: retry after the time in Retry-After")
+
+func readsLimited(wait time.Duration) error {
+	return &errcode.Error{Code: errReadsLimited.Code, Message: errReadsLimited.Message, RetryAfter: wait, Err: errReadsLimited}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -44,6 +45,7 @@ type EventReader interface {
 type Handler struct {
 	mutations    *mutation.Runner[syncevent.Event]
 	events       EventReader
+	reads        *ratelimit.Limiter
 	maxBodyBytes int
 	log          *slog.Logger
 	metrics      *metrics.Writer

@@ -14,6 +14,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 )
 
 // NewFromConfig builds the DynamoDB client from cfg, once per execution
@@ -46,6 +47,10 @@ var envelope = mutation.Options{
 	Statuses: map[errcode.Code]int{errcode.Conflict: 0},
 }
 
+// maxReadLimitUsers bounds the users whose reads an environment counts:
+// at most about 9 MiB at the longest sub DynamoDB stores (2 KiB).
+const maxReadLimitUsers = 4096
+
 // Wire is the one place the handler is put together: the event log (the
 // events table, committed with the ledger's records), the exactly-once
 // flow over it with its replay cache, and the envelope every mutation goes
@@ -53,7 +58,8 @@ var envelope = mutation.Options{
 // run and every test use it.
 func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	client = ddb.WithCallStats(client)
-	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable))
+	changes := ratelimit.Bucket{Rate: float64(cfg.ChangesPerSecond), Burst: float64(cfg.ChangesBurst)}
+	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable), changes)
 	flow := idempotency.NewFlow(events, idempotency.Options{
 		Retention: cfg.Retention,
 		Cache:     idempotency.NewReplayCache(cfg.ReplayCacheBytes),
@@ -61,5 +67,6 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	opts := envelope
 	opts.MaxBodyBytes = cfg.MaxBodyBytes
 	runner := mutation.New(flow, opts)
-	return &Handler{mutations: runner, events: events, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+	reads := ratelimit.NewLimiter(ratelimit.Bucket{Rate: float64(cfg.ReadsPerSecond), Burst: float64(cfg.ReadsBurst)}, maxReadLimitUsers)
+	return &Handler{mutations: runner, events: events, reads: reads, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }

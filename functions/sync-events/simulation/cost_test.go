@@ -15,6 +15,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -171,7 +172,7 @@ func BenchmarkCatchUp(b *testing.B) {
 // log, 50 to a transaction, as a batch would.
 func seedEvents(b *testing.B, hs *apitest.Harness, user string, n int) {
 	b.Helper()
-	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger())
+	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger(), ratelimit.Bucket{})
 	now := time.Now().UTC()
 	for done := 0; done < n; {
 		batch := make([]syncevent.Event, min(50, n-done))

@@ -1,0 +1,66 @@
+package ratelimit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sync-events/sync-events/internal/ratelimit"
+)
+
+func TestBucketTakesUpToItsBurstThenAtItsRate(t *testing.T) {
+	b := ratelimit.Bucket{Rate: 2, Burst: 3}
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var s ratelimit.State
+	var ok bool
+	for i := range 3 {
+		if s, _, ok = b.Take(s, t0); !ok {
+			t.Fatalf("take %d of a full bucket of 3 refused", i+1)
+		}
+	}
+	_, wait, ok := b.Take(s, t0)
+	if ok || wait != 500*time.Millisecond {
+		t.Fatalf("an empty bucket: ok %v, wait %v; want a refusal for 500ms", ok, wait)
+	}
+	if _, _, ok := b.Take(s, t0.Add(499*time.Millisecond)); ok {
+		t.Fatal("a token before its time")
+	}
+	if _, _, ok := b.Take(s, t0.Add(500*time.Millisecond)); !ok {
+		t.Fatal("no token at 1/rate")
+	}
+	if after, _, _ := b.Take(s, t0.Add(time.Hour)); after.Tokens != 2 {
+		t.Fatalf("after an hour: %v tokens left, want the burst less one", after.Tokens)
+	}
+	if _, _, ok := b.Take(s, t0.Add(-time.Minute)); ok {
+		t.Fatal("a clock behind the last refill gave tokens")
+	}
+	if _, _, ok := (ratelimit.Bucket{}).Take(s, t0); !ok {
+		t.Fatal("a zero rate limits")
+	}
+}
+
+func TestLimiterKeepsOneBucketPerKey(t *testing.T) {
+	l := ratelimit.NewLimiter(ratelimit.Bucket{Rate: 1, Burst: 2}, 2)
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for range 2 {
+		if _, ok := l.Take("flood", now); !ok {
+			t.Fatal("within the burst")
+		}
+	}
+	if wait, ok := l.Take("flood", now); ok || wait != time.Second {
+		t.Fatalf("past the burst: %v %v", wait, ok)
+	}
+	if _, ok := l.Take("other", now.Add(time.Millisecond)); !ok {
+		t.Fatal("another key paid for the flood")
+	}
+	if _, ok := l.Take("flood", now.Add(2*time.Millisecond)); ok { // still flooding
+		t.Fatal("a token before its time")
+	}
+	// A third key evicts the key asked for longest ago: "other", not the
+	// flood's, which would come back with a full bucket.
+	if _, ok := l.Take("third", now.Add(3*time.Millisecond)); !ok {
+		t.Fatal("a new key")
+	}
+	if _, ok := l.Take("flood", now.Add(4*time.Millisecond)); ok {
+		t.Fatal("the flooding key was forgotten before quieter ones")
+	}
+}
