@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -243,22 +244,36 @@ func TestListRejectsBadParameters(t *testing.T) {
 // using alice's cursor pages through his own events only.
 func TestCursorCannotCrossUsers(t *testing.T) {
 	hs := apitest.New(t)
-	mine := map[string]bool{}
+	var alices, bobs []string
 	for range 3 {
-		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
-		id := uuid.NewString()
-		apitest.WantResponse(t, hs.Post("bob", uuid.NewString(), apitest.EventBody(t, id)), 201, "")
-		mine[id] = true
+		a, b := uuid.NewString(), uuid.NewString()
+		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, a)), 201, "")
+		apitest.WantResponse(t, hs.Post("bob", uuid.NewString(), apitest.EventBody(t, b)), 201, "")
+		alices, bobs = append(alices, a), append(bobs, b)
 	}
-	alices := page(hs, "alice", map[string]string{"limit": "1"})
-	if alices.NextCursor == nil {
-		t.Fatal("no cursor")
+	first := page(hs, "alice", map[string]string{"limit": "1"})
+	if first.NextCursor == nil || len(first.Events) != 1 || first.Events[0].ID != alices[0] {
+		t.Fatalf("alice's first page: %+v", first)
 	}
-	p := page(hs, "bob", map[string]string{"limit": "100", "cursor": *alices.NextCursor})
+	// A cursor is a position in the caller's own events, so bob reads his
+	// own from the same place alice would: his second and third, and none
+	// of hers (an empty page would hide a cursor that carried alice).
+	p := page(hs, "bob", map[string]string{"limit": "100", "cursor": *first.NextCursor})
+	var got []string
 	for _, ev := range p.Events {
-		if !mine[ev.ID] {
-			t.Fatalf("bob's page holds %s, which is not his", ev.ID)
-		}
+		got = append(got, ev.ID)
+	}
+	if !slices.Equal(got, bobs[1:]) {
+		t.Fatalf("bob's page from alice's cursor holds %v, want his own after the first %v (alice's are %v)", got, bobs[1:], alices)
+	}
+	// And alice's cursor still reads hers.
+	rest := page(hs, "alice", map[string]string{"limit": "100", "cursor": *first.NextCursor})
+	got = nil
+	for _, ev := range rest.Events {
+		got = append(got, ev.ID)
+	}
+	if !slices.Equal(got, alices[1:]) {
+		t.Fatalf("alice's page from her cursor holds %v, want %v", got, alices[1:])
 	}
 }
 
