@@ -352,7 +352,8 @@ func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
 
 // The ledger replay at the largest answer POST can record: the longest
 // type, every character of it escaped, the longest occurredAt, the largest
-// body. Replays and the 409 are byte for byte.
+// body. Replays and the 409 are byte for byte, each from a fresh
+// environment, so that they are read from the ledger, not the replay cache.
 func TestLargestAnswersReplayByteForByte(t *testing.T) {
 	hs := apitest.New(t)
 	e := event(`{}`)
@@ -365,17 +366,32 @@ func TestLargestAnswersReplayByteForByte(t *testing.T) {
 	if !strings.Contains(first.Body, strings.Repeat(`\u0001`, syncevent.MaxTypeLen)) {
 		t.Fatalf("201 body %s", first.Body)
 	}
+	// fromLedger fails t unless env's last answer read DynamoDB: no
+	// from_cache in its log line, and calls in its metrics line.
+	fromLedger := func(env *apitest.Harness) {
+		t.Helper()
+		if m, line := env.LastMetrics(t); m.DynamoDBCalls == 0 {
+			t.Fatalf("answered with no DynamoDB call: %s", line)
+		}
+		if strings.Contains(env.Logs(), `"from_cache":true`) {
+			t.Fatalf("answered from the replay cache: %s", env.Logs())
+		}
+	}
 	for range 2 {
-		again := hs.Post("largest", key, e.body())
+		env := hs.NewEnvironment()
+		again := env.Post("largest", key, e.body())
 		if again.StatusCode != 201 || again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
 			t.Fatalf("replay %d %s, first %s", again.StatusCode, again.Body, first.Body)
 		}
+		fromLedger(env)
 	}
 	other := e
 	other.Payload = `{"other":true}`
-	conflict := hs.Post("largest", key, other.body())
+	env := hs.NewEnvironment()
+	conflict := env.Post("largest", key, other.body())
 	if conflict.StatusCode != 409 || conflict.Body != apitest.SeedKeyReusedBody {
 		t.Fatalf("409 %s", conflict.Body)
 	}
+	fromLedger(env)
 	wantListed(t, walk(hs, "largest", 1), []sentEvent{e})
 }
