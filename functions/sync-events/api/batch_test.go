@@ -223,7 +223,7 @@ func quotedToLimit(t testing.TB, limit int) []sentEvent {
 func TestSingleAndBatchSendsOfTheSameEventsStoreEachOnce(t *testing.T) {
 	hs := apitest.New(t)
 	envs := hs.Environments(4)
-	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.LostAnswer, Times: 10})
+	lost := hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.LostAnswer, Times: 10})
 	sent := someEvents(60)
 	var wg sync.WaitGroup
 	for d := range 4 {
@@ -248,6 +248,11 @@ func TestSingleAndBatchSendsOfTheSameEventsStoreEachOnce(t *testing.T) {
 	listed, _ := hs.Drain("dora", "", 1000)
 	if len(listed) != len(sent) {
 		t.Fatalf("listed %d", len(listed))
+	}
+	// The claim is about lost answers: all of them must have been lost
+	// (the sends make far more than 10 commits).
+	if lost.Fired() != 10 {
+		t.Fatalf("%d answers lost after commit, want 10", lost.Fired())
 	}
 }
 
