@@ -429,3 +429,89 @@ func TestStoreFailuresAreRetryable(t *testing.T) {
 		t.Fatalf("after the failures: %d %s", got.status, got.body)
 	}
 }
+
+// A key is bound to the resource its route's parameters name: the same key
+// and body sent for another id on "/items/{id}" is a reused key, never the
+// first item's answer replayed; sent again for the same id, it replays.
+func TestAKeyIsBoundToItsPathParameters(t *testing.T) {
+	f := newFixture(t)
+	h := f.runner(mutation.Options{}).HTTPAPI(f.mut, nil)
+	key, body := uuid.NewString(), `{"id":"`+uuid.NewString()+`"}`
+	send := func(id string) events.APIGatewayV2HTTPResponse {
+		e := events.APIGatewayV2HTTPRequest{RouteKey: "PATCH /items/{id}", RawPath: "/items/" + id, Body: body,
+			PathParameters: map[string]string{"id": id},
+			Headers:        map[string]string{"content-type": "application/json", "idempotency-key": key}}
+		e.RequestContext.HTTP.Method = "PATCH"
+		e.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": "alice"}}}
+		resp, err := h(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first := send("a/1")
+	if first.StatusCode != 201 {
+		t.Fatalf("first: %d %s", first.StatusCode, first.Body)
+	}
+	if other := send("b"); other.StatusCode != 409 || !strings.Contains(other.Body, `"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"`) {
+		t.Fatalf("the same key for another id: %d %s, want the 409 of a reused key", other.StatusCode, other.Body)
+	}
+	if again := send("a/1"); again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
+		t.Fatalf("the same key for the same id: %d %s, want the replay", again.StatusCode, again.Body)
+	}
+	if f.runs.Load() != 1 {
+		t.Fatalf("the mutation ran %d times", f.runs.Load())
+	}
+	if recs := f.b.LedgerRecords(t); len(recs) != 1 || recs[0].Route != "/items/a%2F1" {
+		t.Fatalf("records %+v, want one naming /items/a%%2F1", recs)
+	}
+}
+
+// A DELETE may come with no body: nothing sent and no Content-Type is an
+// empty payload, run once and replayed; a body that is sent is held to
+// the rules of any other.
+func TestADeleteMayComeWithoutABody(t *testing.T) {
+	f := newFixture(t)
+	var runs atomic.Int32
+	del := func(_ context.Context, r *mutation.Request) (mutation.Plan[types.TransactWriteItem], error) {
+		return mutation.Plan[types.TransactWriteItem]{Execute: func(context.Context, time.Time) (idempotency.Execution[types.TransactWriteItem], error) {
+			n := runs.Add(1)
+			return idempotency.Execution[types.TransactWriteItem]{
+				Response: idempotency.Response{StatusCode: 200, Body: fmt.Appendf(nil, `{"deleted":%q,"run":%d}`, r.PathParams["id"], n)},
+				Writes:   []types.TransactWriteItem{f.putNew(r.User, "deleted-"+r.PathParams["id"])},
+			}, nil
+		}}, nil
+	}
+	h := f.runner(mutation.Options{}).HTTPAPI(del, nil)
+	send := func(key, contentType, body string) events.APIGatewayV2HTTPResponse {
+		e := events.APIGatewayV2HTTPRequest{RouteKey: "DELETE /items/{id}", RawPath: "/items/x", Body: body,
+			PathParameters: map[string]string{"id": "x"}, Headers: map[string]string{"idempotency-key": key}}
+		if contentType != "" {
+			e.Headers["content-type"] = contentType
+		}
+		e.RequestContext.HTTP.Method = "DELETE"
+		e.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": "alice"}}}
+		resp, err := h(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	key := uuid.NewString()
+	first := send(key, "", "")
+	if first.StatusCode != 200 {
+		t.Fatalf("a DELETE without a body: %d %s", first.StatusCode, first.Body)
+	}
+	if again := send(key, "", ""); again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
+		t.Fatalf("sent again: %d %s", again.StatusCode, again.Body)
+	}
+	if other := send(key, "application/json", `{"why":"x"}`); other.StatusCode != 409 {
+		t.Fatalf("the same key with a body: %d %s, want 409", other.StatusCode, other.Body)
+	}
+	if empty := send(uuid.NewString(), "application/json", ""); empty.StatusCode != 400 {
+		t.Fatalf("Content-Type JSON and no body: %d %s, want 400", empty.StatusCode, empty.Body)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the DELETE ran %d times", runs.Load())
+	}
+}

@@ -11,10 +11,11 @@ import (
 // sets once it has accepted them.
 type Request struct {
 	Method string
-	// Route names the operation, and is recorded with the key: the route
-	// pattern (API Gateway's route or resource, "/notes/{id}"; an
-	// http.ServeMux pattern's path), or the path where there is none (a
-	// function URL). A key sent again on another route is a reused key.
+	// Route names the operation: the route pattern (API Gateway's route
+	// or resource, "/notes/{id}"; an http.ServeMux pattern's path), or
+	// the path where there is none (a function URL). It is recorded with
+	// the key with its PathParams filled in ("/notes/n-1"): a key sent
+	// again on another route, or for another resource, is a reused key.
 	Route string
 	// Path is the path requested; PathParams the route's parameters.
 	Path       string

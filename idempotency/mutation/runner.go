@@ -3,7 +3,9 @@ package mutation
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
@@ -170,18 +172,7 @@ func (m *Runner[W]) accept(ctx context.Context, r *Request, mut Mutation[W]) (id
 	if r.Key, err = m.o.Key(r); err != nil {
 		return idempotency.Request{}, Plan[W]{}, err
 	}
-	if err := checkContentType(r.Header); err != nil {
-		return idempotency.Request{}, Plan[W]{}, err
-	}
-	limit := m.o.MaxBodyBytes
-	if r.MaxBodyBytes > 0 {
-		limit = r.MaxBodyBytes
-	}
-	if r.Body, err = decodeBody(r.Body, r.BodyBase64, limit); err != nil {
-		return idempotency.Request{}, Plan[W]{}, err
-	}
-	r.BodyBase64 = false
-	canonical, err := canonicalJSON(r.Body)
+	canonical, err := m.body(r)
 	if err != nil {
 		return idempotency.Request{}, Plan[W]{}, err
 	}
@@ -194,7 +185,54 @@ func (m *Runner[W]) accept(ctx context.Context, r *Request, mut Mutation[W]) (id
 	if err != nil {
 		return idempotency.Request{}, Plan[W]{}, err
 	}
-	return idempotency.Request{UserID: r.User, Key: r.Key, Method: r.Method, Route: r.Route, CanonicalBody: canonical}, plan, nil
+	return idempotency.Request{UserID: r.User, Key: r.Key, Method: r.Method, Route: boundRoute(r.Route, r.PathParams), CanonicalBody: canonical}, plan, nil
+}
+
+// body checks the body's type, size and JSON, and returns its canonical
+// form. A DELETE may come with no body at all (nothing sent, no
+// Content-Type): RFC 9110 gives a DELETE's content no meaning, and
+// clients send none; its canonical form is then empty, and a retry must
+// send none either.
+func (m *Runner[W]) body(r *Request) ([]byte, error) {
+	if r.Method == http.MethodDelete && len(r.Body) == 0 && len(r.Header.Values("Content-Type")) == 0 {
+		return nil, nil
+	}
+	if err := checkContentType(r.Header); err != nil {
+		return nil, err
+	}
+	limit := m.o.MaxBodyBytes
+	if r.MaxBodyBytes > 0 {
+		limit = r.MaxBodyBytes
+	}
+	var err error
+	if r.Body, err = decodeBody(r.Body, r.BodyBase64, limit); err != nil {
+		return nil, err
+	}
+	r.BodyBase64 = false
+	return canonicalJSON(r.Body)
+}
+
+// boundRoute is route with each {name} (or {name+}, {name...}) segment
+// replaced by its parameter's value, escaped: what the key's record names,
+// so that a key sent again for another resource on the same route
+// ("/notes/{id}" for another id) is a reused key, not the first
+// resource's replay. Without the parameter, the segment stays as it is.
+func boundRoute(route string, params map[string]string) string {
+	if len(params) == 0 || !strings.Contains(route, "{") {
+		return route
+	}
+	segs := strings.Split(route, "/")
+	for i, seg := range segs {
+		name, ok := strings.CutPrefix(seg, "{")
+		if !ok || !strings.HasSuffix(name, "}") {
+			continue
+		}
+		name = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "}"), "..."), "+")
+		if v, ok := params[name]; ok {
+			segs[i] = url.PathEscape(v)
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // payload is the canonical form of what Options.Payload picks.

@@ -34,7 +34,8 @@ func decode(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errcode.Invalid("Request body is not a valid note: "+strings.TrimPrefix(err.Error(), "json: "), errcode.Field{Field: "body"})
+		// The decoder's text quotes the client's input; an answer never does.
+		return errcode.Invalid("Request body is not a valid note: an object of the note's fields, no others, each of its type", errcode.Field{Field: "body"})
 	}
 	return nil
 }

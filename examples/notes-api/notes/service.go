@@ -10,10 +10,8 @@ package notes
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
 
@@ -65,7 +63,6 @@ func New(c Config) *Service {
 		Cache:     idempotency.NewReplayCache(c.CacheBytes),
 	})
 	s.runner = mutation.New(flow, mutation.Options{
-		Payload:  withPathID,
 		Statuses: statuses,
 		Report:   s.report,
 	})
@@ -80,11 +77,7 @@ func (s *Service) Handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) 
 	if !ok {
 		return s.runner.Answer(errNoRoute, false).HTTPAPI(), nil
 	}
-	r := mutation.FromHTTPAPI(&e)
-	if r.Method == http.MethodDelete {
-		bodiless(r)
-	}
-	resp, _ := s.runner.Run(withRejection(ctx), r, mut)
+	resp, _ := s.runner.Run(withRejection(ctx), mutation.FromHTTPAPI(&e), mut)
 	return resp.HTTPAPI(), nil
 }
 
@@ -102,27 +95,6 @@ func (s *Service) routeTable() map[string]mutation.Mutation[write] {
 func Routes() []string { return slices.Sorted(maps.Keys((&Service{}).routeTable())) }
 
 var errNoRoute = errcode.New(errcode.NotFound, "No such route")
-
-// bodiless lets a DELETE come without a body: the envelope takes JSON
-// only, so an empty body stands for {}. A body that is sent is checked as
-// any other.
-func bodiless(r *mutation.Request) {
-	if len(r.Body) == 0 && r.Header.Get("Content-Type") == "" {
-		r.Body = []byte("{}")
-		r.Header.Set("Content-Type", "application/json")
-	}
-}
-
-// withPathID is the payload a retry must repeat: the body and the note id
-// of the path. The ledger record names the route pattern ("/notes/{id}"),
-// not the path, so without the id a key sent again for another note would
-// be answered with the first note's answer.
-func withPathID(r *mutation.Request) ([]byte, error) {
-	return json.Marshal(struct {
-		ID   string          `json:"id,omitempty"`
-		Body json.RawMessage `json:"body"`
-	}{r.PathParams["id"], r.Body})
-}
 
 // report writes the request's log line: no body, token, user id or whole
 // key, only what the request came to.
