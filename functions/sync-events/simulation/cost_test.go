@@ -3,6 +3,7 @@ package simulation_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,10 +77,13 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 			const perDevice = 12
 			user := "u-" + uuid.NewString()
 			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var sent []string
 			for _, env := range envs {
 				wg.Go(func() {
 					for range perDevice {
-						key, body := uuid.NewString(), apitest.EventBody(t, uuid.NewString())
+						id, key := uuid.NewString(), uuid.NewString()
+						body := apitest.EventBody(t, id)
 						for attempt := 0; ; attempt++ {
 							resp := env.Post(user, key, body)
 							if resp.StatusCode == 201 {
@@ -90,13 +94,42 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 								return
 							}
 						}
+						mu.Lock()
+						sent = append(sent, id)
+						mu.Unlock()
 					}
 				})
 			}
 			wg.Wait()
+			// Stored once, each in its own place: the stored events are
+			// exactly the ids sent, each once, at positions 1 to N with
+			// none twice, and the listing is exactly that order. Counting
+			// alone would let a duplicate and a loss cancel out.
+			byPosition := map[uint64]string{}
+			var stored []string
+			for _, ev := range hs.B.StoredEvents(t) {
+				if ev.UserID != user {
+					continue
+				}
+				stored = append(stored, ev.ID)
+				if prev, taken := byPosition[ev.Position.Seq]; taken || ev.Position.IsLegacy() {
+					t.Fatalf("position %+v holds %s and %s", ev.Position, prev, ev.ID)
+				}
+				byPosition[ev.Position.Seq] = ev.ID
+			}
+			if slices.Sort(stored); !slices.Equal(stored, slices.Sorted(slices.Values(sent))) {
+				t.Fatalf("stored %d events, sent %d: the ids differ (%s)", len(stored), len(sent), firstDifference(stored, slices.Sorted(slices.Values(sent))))
+			}
+			inOrder := make([]string, len(stored))
+			for seq, id := range byPosition {
+				if seq < 1 || seq > uint64(len(stored)) {
+					t.Fatalf("%s at position %d of %d", id, seq, len(stored))
+				}
+				inOrder[seq-1] = id
+			}
 			listed, _ := hs.Drain(user, "", 1000)
-			if len(listed) != devices*perDevice {
-				t.Fatalf("%d events listed, %d sent", len(listed), devices*perDevice)
+			if !slices.Equal(listed, inOrder) {
+				t.Fatalf("the listing is not the stored order: %s", firstDifference(listed, inOrder))
 			}
 			calls := hs.B.Transport.Calls()
 			t.Logf("%s, %d devices at once: %.2f TransactWriteItems and %.2f GetItem per event",
@@ -126,7 +159,19 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 				wg.Go(func() {
 					for stored.Load() < int64(b.N) {
 						key, body := uuid.NewString(), apitest.EventBody(b, uuid.NewString())
-						for env.Post(user, key, body).StatusCode != 201 {
+						// A 503 (the head moved, conflicts ran out) is
+						// retried with the same key; anything else, or a
+						// 503 that never ends, fails the benchmark instead
+						// of looping for ever.
+						for attempt := 0; ; attempt++ {
+							resp := env.Post(user, key, body)
+							if resp.StatusCode == 201 {
+								break
+							}
+							if resp.StatusCode != 503 || attempt >= 100 {
+								b.Errorf("attempt %d: %d %s", attempt, resp.StatusCode, resp.Body)
+								return
+							}
 						}
 						stored.Add(1)
 					}
