@@ -1,6 +1,7 @@
 package simulation_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -37,7 +38,8 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 	)
 	hs := apitest.New(t)
 	envs := hs.Environments(3)
-	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 200 * time.Millisecond, Times: 1 << 30})
+	const maxHold = 200 * time.Millisecond
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: maxHold, Times: 1 << 30})
 
 	var sent sync.Map
 	var writing sync.WaitGroup
@@ -117,7 +119,49 @@ func TestPullersMissNothingWhileWritersCommitLate(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d events, %d pullers, %d distinct cursors resumed from", len(all), pullers, len(resumed))
+	// The claim is that commits landed in another order than the requests
+	// came, because of the transport's holds. Each event's receivedAt is
+	// stamped when its request is executed, before the commit; its
+	// position is its place in commit order. An event committed after one
+	// received later is an inversion, as deep as the later one is later.
+	// Four devices at once already invert some by their conflicts and
+	// retries (measured without the holds: about 55 of 160, by at most
+	// 50 to 75 ms); the holds invert them by much more (about 1 s, a hold
+	// of up to 200 ms on each attempt). So at least one inversion deeper
+	// than the longest hold is required: the margin is about 5x above
+	// what the holds give and 3x above what conflicts alone give.
+	inverted, deepest := 0, time.Duration(0)
+	var latest time.Time
+	for _, ev := range storedInCommitOrder(t, hs, user) {
+		if ev.ReceivedAt.Before(latest) {
+			inverted++
+			deepest = max(deepest, latest.Sub(ev.ReceivedAt))
+		}
+		latest = maxTime(latest, ev.ReceivedAt)
+	}
+	t.Logf("%d events, %d pullers, %d distinct cursors resumed from; %d events committed after one received later, by up to %v", len(all), pullers, len(resumed), inverted, deepest)
+	if inverted == 0 || deepest < maxHold {
+		t.Fatalf("%d events committed after one received later, by up to %v: the holds (up to %v) did not reorder the commits", inverted, deepest, maxHold)
+	}
+}
+
+// storedInCommitOrder is user's stored events by position.
+func storedInCommitOrder(t *testing.T, hs *apitest.Harness, user string) []syncevent.Event {
+	var evs []syncevent.Event
+	for _, ev := range hs.B.StoredEvents(t) {
+		if ev.UserID == user {
+			evs = append(evs, ev)
+		}
+	}
+	slices.SortFunc(evs, func(a, b syncevent.Event) int { return cmp.Compare(a.Position.Seq, b.Position.Seq) })
+	return evs
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // firstDifference says where got first departs from want.
