@@ -1,0 +1,253 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+)
+
+// TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
+// route and path of the real handler (POST, batch, GET pages, a replay and
+// a 409 from a fresh environment, a batch naming an event already stored,
+// a head moved by another environment, a failed read and its retry) on the
+// current backend, and derives from the calls the DynamoDB client really
+// sent the IAM actions they need, on which resource: an operation is
+// authorised as dynamodb:<Operation> on its table or index, except that a
+// transaction is authorised per action (a Put in TransactWriteItems needs
+// dynamodb:PutItem on its table). Every one must be granted to the
+// function's role in template.yaml, or the call fails in AWS with
+// AccessDenied however well it passes here. Granted actions the workload
+// never needed are logged: on another backend (one that returns no item
+// with a failed condition) they may be needed.
+func TestRoleGrantsEveryCallTheHandlerMakes(t *testing.T) {
+	hs := apitest.New(t)
+	needed := map[string]map[string]bool{} // resource -> action
+	var mu sync.Mutex
+	var recording atomic.Bool
+	resourceOf := map[string]string{
+		hs.B.Tables.Ledger: "!GetAtt IdempotencyTable.Arn",
+		hs.B.Tables.Events: "!GetAtt EventsTable.Arn",
+	}
+	hs.B.Transport.Observe(func(op string, body []byte) {
+		if !recording.Load() {
+			return // the test's own calls (table set-up, scans)
+		}
+		for _, n := range iamActions(t, op, body) {
+			res, ok := resourceOf[n.table]
+			if !ok {
+				t.Errorf("%s on table %q, which is neither of the function's", op, n.table)
+				continue
+			}
+			if n.index != "" {
+				res = "!Sub ${EventsTable.Arn}/index/" + n.index
+			}
+			mu.Lock()
+			if needed[res] == nil {
+				needed[res] = map[string]bool{}
+			}
+			needed[res][n.action] = true
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() { hs.B.Transport.Observe(nil) })
+	run := func(env *apitest.Harness, method, path, user, key, body string, status int) {
+		t.Helper()
+		req := apitest.Request(method, user, key, body)
+		req.RawPath, req.RequestContext.HTTP.Path = path, path
+		recording.Store(true)
+		resp := env.Do(req)
+		recording.Store(false)
+		if resp.StatusCode != status {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, resp.Body, status)
+		}
+	}
+	ev := func() (string, string) { id := uuid.NewString(); return id, apitest.EventBody(t, id) }
+	other := hs.NewEnvironment()
+
+	key := uuid.NewString()
+	_, first := ev()
+	run(hs, "POST", api.EventsPath, "alice", key, first, 201)
+	for range 3 {
+		_, b := ev()
+		run(hs, "POST", api.EventsPath, "alice", uuid.NewString(), b, 201)
+	}
+	// The head moved by another environment: it is read, or returned
+	// with the failed condition.
+	_, b := ev()
+	run(other, "POST", api.EventsPath, "alice", uuid.NewString(), b, 201)
+	// A replay and a 409 from fresh environments: the ledger is read.
+	run(hs.NewEnvironment(), "POST", api.EventsPath, "alice", key, first, 201)
+	_, b = ev()
+	run(hs.NewEnvironment(), "POST", api.EventsPath, "alice", key, b, 409)
+	// A batch, then one naming an event already stored.
+	_, storedBody := ev()
+	_, b2 := ev()
+	run(hs, "POST", api.BatchPath, "alice", uuid.NewString(), `{"events":[`+storedBody+`,`+b2+`]}`, 201)
+	_, b3 := ev()
+	run(other, "POST", api.BatchPath, "alice", uuid.NewString(), `{"events":[`+b3+`,`+storedBody+`]}`, 409)
+	// GET pages, the second from a cursor.
+	recording.Store(true)
+	page := hs.Pull("alice", "", 2)
+	hs.Pull("alice", page.Cursor, 2)
+	recording.Store(false)
+	// A failed read and its retry, from a fresh environment.
+	env := hs.NewEnvironment()
+	f := hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Refused, Times: 3})
+	run(env, "POST", api.EventsPath, "alice", key, first, 503)
+	if f.Fired() == 0 {
+		t.Fatal("the fault never fired")
+	}
+	run(env, "POST", api.EventsPath, "alice", key, first, 201)
+
+	granted := roleGrants(t)
+	var missing, unused []string
+	for res, actions := range needed {
+		for a := range actions {
+			if !slices.Contains(granted[res], a) {
+				missing = append(missing, a+" on "+res)
+			}
+		}
+	}
+	for res, actions := range granted {
+		for _, a := range actions {
+			if strings.HasPrefix(a, "dynamodb:") && !needed[res][a] {
+				unused = append(unused, a+" on "+res)
+			}
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(unused)
+	t.Logf("%s: the calls needed %v", hs.B.Name, needed)
+	if len(unused) > 0 {
+		t.Logf("granted, never needed on %s: %v", hs.B.Name, unused)
+	}
+	if len(needed) == 0 {
+		t.Fatal("no call recorded")
+	}
+	if len(missing) > 0 {
+		t.Fatalf("the role does not grant %v: those calls would fail with AccessDenied in AWS", missing)
+	}
+}
+
+// iamNeed is one IAM action a call needs, on a table or one of its indexes.
+type iamNeed struct{ action, table, index string }
+
+// iamActions is what the DynamoDB call op, with request body, needs.
+func iamActions(t *testing.T, op string, body []byte) []iamNeed {
+	var in struct {
+		TableName     string
+		IndexName     string
+		RequestItems  map[string]json.RawMessage
+		TransactItems []map[string]struct{ TableName string }
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		t.Errorf("%s: %v", op, err)
+		return nil
+	}
+	switch op {
+	case "TransactWriteItems", "TransactGetItems":
+		// Authorised per action, as the action's own operation.
+		perAction := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}
+		var out []iamNeed
+		for _, item := range in.TransactItems {
+			for kind, target := range item {
+				action, ok := perAction[kind]
+				if !ok {
+					t.Errorf("%s: unknown action %s", op, kind)
+				}
+				out = append(out, iamNeed{"dynamodb:" + action, target.TableName, ""})
+			}
+		}
+		return out
+	case "BatchGetItem", "BatchWriteItem":
+		var out []iamNeed
+		for table := range in.RequestItems {
+			out = append(out, iamNeed{"dynamodb:" + op, table, ""})
+		}
+		return out
+	default:
+		return []iamNeed{{"dynamodb:" + op, in.TableName, in.IndexName}}
+	}
+}
+
+// roleGrants is the actions the function's role grants, by resource as
+// template.yaml writes it ("!GetAtt EventsTable.Arn"), read as
+// template_test.go reads the template.
+func roleGrants(t *testing.T) map[string][]string {
+	t.Helper()
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl struct {
+		Resources map[string]struct {
+			Properties yaml.Node `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(raw, &tpl); err != nil {
+		t.Fatalf("parse template.yaml: %v", err)
+	}
+	var fn struct {
+		Role iamValue `yaml:"Role"`
+	}
+	fnNode := tpl.Resources["SyncEventsFunction"].Properties
+	if err := fnNode.Decode(&fn); err != nil {
+		t.Fatal(err)
+	}
+	roleName, ok := strings.CutSuffix(fn.Role.Value, ".Arn")
+	if fn.Role.Tag != "!GetAtt" || !ok {
+		t.Fatalf("the function's role is %+v, not a role of the template", fn.Role)
+	}
+	var role struct {
+		Policies []struct {
+			PolicyDocument struct {
+				Statement []struct {
+					Effect   string   `yaml:"Effect"`
+					Action   []string `yaml:"Action"`
+					Resource iamValue `yaml:"Resource"`
+				} `yaml:"Statement"`
+			} `yaml:"PolicyDocument"`
+		} `yaml:"Policies"`
+	}
+	roleNode := tpl.Resources[roleName].Properties
+	if err := roleNode.Decode(&role); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, p := range role.Policies {
+		for _, s := range p.PolicyDocument.Statement {
+			if s.Effect != "" && s.Effect != "Allow" {
+				continue
+			}
+			res := strings.TrimSpace(fmt.Sprintf("%s %s", s.Resource.Tag, s.Resource.Value))
+			out[res] = append(out[res], s.Action...)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the function's role grants nothing")
+	}
+	return out
+}
+
+// iamValue is a template value: a plain scalar, or an intrinsic function
+// in its short form (!Ref, !GetAtt, !Sub), whose tag is kept.
+type iamValue struct{ Tag, Value string }
+
+func (v *iamValue) UnmarshalYAML(n *yaml.Node) error {
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") { // "!!str" is YAML's own
+		v.Tag = n.Tag
+	}
+	return n.Decode(&v.Value)
+}
