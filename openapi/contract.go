@@ -19,11 +19,14 @@ import (
 	"sync"
 
 	_ "embed"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 )
 
 // ErrNotHTTP reports an event that no HTTP request could have produced
@@ -155,27 +158,6 @@ func wantRefusal(req *http.Request, resp events.APIGatewayV2HTTPResponse, status
 	return nil
 }
 
-// apiPath is the path the client addressed, relative to the API's base URL
-// (the document's server): the path of the static route API Gateway
-// matched, else the raw path less the stage that API Gateway puts in front
-// of it on a named stage of the generated execute-api domain (a custom
-// domain adds none).
-func apiPath(req events.APIGatewayV2HTTPRequest) string {
-	if _, route, ok := strings.Cut(req.RouteKey, " "); ok && !strings.Contains(route, "{") {
-		return route
-	}
-	path := req.RawPath
-	if path == "" {
-		path = req.RequestContext.HTTP.Path
-	}
-	if stage := req.RequestContext.Stage; stage != "" && stage != "$default" && strings.Contains(req.RequestContext.DomainName, ".execute-api.") {
-		if rest, ok := strings.CutPrefix(path, "/"+stage); ok && strings.HasPrefix(rest, "/") {
-			return rest
-		}
-	}
-	return path
-}
-
 // httpRequest is the HTTP request an API Gateway event stands for. A body
 // marked base64 that does not decode is kept as it came: the function
 // refuses it, and only its answer is checked.
@@ -189,7 +171,7 @@ func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	// Every request API Gateway delivers has a method (net/http would read
 	// none as GET) and an origin-form target, which starts with "/" (RFC
 	// 9112, 3.2.1).
-	path := apiPath(req)
+	path := api.RequestPath(&req) // the handler's own reading of the path
 	if req.RequestContext.HTTP.Method == "" || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%w: method %q, path %q", ErrNotHTTP, req.RequestContext.HTTP.Method, path)
 	}

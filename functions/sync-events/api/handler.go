@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -150,7 +151,7 @@ func RequestPath(req *events.APIGatewayV2HTTPRequest) string {
 		return p
 	}
 	if rest, ok := strings.CutPrefix(p, "/"+stage); ok && (rest == "" || rest[0] == '/') {
-		return rest
+		return cmp.Or(rest, "/") // the stage itself is its root
 	}
 	return p
 }
