@@ -45,12 +45,13 @@ func (r capacityRow) dollarsPerMillion() float64 {
 // handler's DynamoDB client asks for ReturnConsumedCapacity TOTAL, see
 // ddbtest.MeasureCapacity): a fresh mutation with the head known and with
 // the head moved by another environment, a replay in the environment that
-// committed it and in another one, batches of 1, 10 and 98 events, and
-// GET pages of 50 and 1000 small events. It logs the table
-// docs/performance.md shows, with what each costs per million at the
-// on-demand prices, and holds the figures to DynamoDB's rules: a
-// transactional write costs at least 2 units per item, a replay from
-// memory nothing, and every answered call reports what it consumed.
+// committed it and in another one, a request refused before execution,
+// batches of 1, 10 and 98 events, and GET pages of 50 and 1000 small
+// events. It logs the table docs/performance.md shows, with what each
+// costs per million at the on-demand prices, and holds the figures to
+// DynamoDB's rules: a transactional write costs at least 2 units per item,
+// a replay from memory nothing, and every answered call reports what it
+// consumed.
 //
 // dynoxide computes consumed capacity from item sizes as DynamoDB does;
 // run it there:
@@ -115,6 +116,10 @@ func TestCapacityUnits(t *testing.T) {
 		apitest.WantResponse(t, hs.NewEnvironment().Post(user, key, body), 201, "")
 		return 1
 	}))
+	rows = append(rows, measure("refused before execution", 0, func() int {
+		apitest.WantResponse(t, hs.Post(user, "", apitest.EventBody(t, uuid.NewString())), 400, "VALIDATION_FAILED")
+		return 1
+	}))
 	other := hs.NewEnvironment()
 	apitest.WantResponse(t, other.Post(user, uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 	rows = append(rows, measure("fresh mutation, head moved by another environment", 1, func() int {
@@ -176,6 +181,9 @@ func TestCapacityUnits(t *testing.T) {
 	}
 	if r := byName["replay, the environment that committed it"]; r.calls != 0 || r.writeUnits != 0 || r.readUnits != 0 {
 		t.Errorf("replay from memory: %v calls, %s WRU, %s RRU; want nothing", r.calls, units(r.writeUnits), units(r.readUnits))
+	}
+	if r := byName["refused before execution"]; r.calls != 0 {
+		t.Errorf("a request refused before execution made %v calls", r.calls)
 	}
 	if r := byName["replay, another environment"]; r.writeUnits != 0 || r.unreported < 1 {
 		t.Errorf("replay from DynamoDB: %s WRU reported, %v cancelled; want its one cancelled transaction, which reports nothing", units(r.writeUnits), r.unreported)
