@@ -93,7 +93,7 @@ export interface components {
          * @description The closed list of codes a client can branch on.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_ALREADY_EXISTS" | "USER_STORAGE_FULL" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "RATE_LIMITED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_ALREADY_EXISTS" | "USER_STORAGE_FULL" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
         Error: {
             error: components["schemas"]["ErrorCode"];
             /** @description A sentence for a person; not for branching on. */
@@ -245,13 +245,23 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description API Gateway's stage throttling refused the request before the function ran; nothing was done. Retry with the same key after a backoff. */
+        /**
+         * @description Too many requests; nothing was done or recorded. Either this caller
+         *     went over their own rate (`RATE_LIMITED`, with `Retry-After`: each
+         *     user's mutations are limited across the whole service, their reads
+         *     per execution environment), or API Gateway's stage throttling refused
+         *     the request before the function ran (its own `{"message": …}`, no
+         *     code). Retry with the same key after `Retry-After` seconds, or after
+         *     a backoff.
+         */
         Throttled: {
             headers: {
+                /** @description Seconds to wait before retrying with the same key; the function always sends it, API Gateway's throttle does not. */
+                "Retry-After"?: string;
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["GatewayMessage"];
+                "application/json": components["schemas"]["Error"] | components["schemas"]["GatewayMessage"];
             };
         };
         /** @description An unexpected failure (`INTERNAL`). Nothing was stored; retry with the same key. */
