@@ -84,9 +84,6 @@ func TestFreshPostThenReplay(t *testing.T) {
 	}
 }
 
-// apitest.SeedKeyReusedBody is the seed's 409 for a reused key, byte for byte.
-const seedKeyReusedBody = `{"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}`
-
 func TestSameKeyOtherBodyIsTheSeedsExact409(t *testing.T) {
 	hs := apitest.New(t)
 	key := uuid.NewString()
