@@ -17,6 +17,17 @@ import (
 	"github.com/sync-events/sync-events/internal/devserver"
 )
 
+// serve is make run in miniature: the real handler, on fresh tables of
+// the test backend, behind the dev server's HTTP adapter.
+func serve(t *testing.T) *httptest.Server {
+	t.Helper()
+	b := ddbtest.Start(t)
+	cfg := config.Defaults()
+	cfg.IdempotencyTable, cfg.EventsTable = b.Tables.Ledger, b.Tables.Events
+	h := api.Wire(b.Client, cfg, api.Output{Log: slog.New(slog.DiscardHandler)})
+	return httptest.NewServer(devserver.Handler(h.Handle))
+}
+
 func token(claims map[string]any) string {
 	return "Bearer " + devserver.UnsignedToken(claims)
 }
@@ -24,11 +35,7 @@ func token(claims map[string]any) string {
 // TestDevServerServesTheRealHandler is `make run` in miniature: plain HTTP
 // in, the API Gateway event the function gets, the answer back out.
 func TestDevServerServesTheRealHandler(t *testing.T) {
-	b := ddbtest.Start(t)
-	cfg := config.Defaults()
-	cfg.IdempotencyTable, cfg.EventsTable = b.Tables.Ledger, b.Tables.Events
-	h := api.Wire(b.Client, cfg, api.Output{Log: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(devserver.Handler(h.Handle))
+	srv := serve(t)
 	defer srv.Close()
 
 	key, id := uuid.NewString(), uuid.NewString()

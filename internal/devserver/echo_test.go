@@ -2,18 +2,13 @@ package devserver_test
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/config"
-	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/devserver"
 )
 
 // TestBadRequestsDoNotEchoTheBody sends bodies whose fault is a member name,
@@ -21,11 +16,7 @@ import (
 // over HTTP, and checks each 400 says nothing of the marker: the JSON
 // library's text quotes such input, and an answer never echoes it.
 func TestBadRequestsDoNotEchoTheBody(t *testing.T) {
-	b := ddbtest.Start(t)
-	cfg := config.Defaults()
-	cfg.IdempotencyTable, cfg.EventsTable = b.Tables.Ledger, b.Tables.Events
-	h := api.Wire(b.Client, cfg, api.Output{Log: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(devserver.Handler(h.Handle))
+	srv := serve(t)
 	defer srv.Close()
 
 	const marker = "zqEchoMarker"
