@@ -31,9 +31,9 @@ const (
 const (
 	Unauthorized        Code = "UNAUTHORIZED"
 	CallerIDUnsupported Code = "CALLER_ID_UNSUPPORTED"
-	// RateLimited: the caller sent more than their share; nothing was
-	// done or recorded. Retry after the answer's Retry-After, with the
-	// same key.
+	// RateLimited: the caller sent more than their share, and this
+	// request was not carried out. Retry after the answer's Retry-After,
+	// with the same key.
 	RateLimited Code = "RATE_LIMITED"
 )
 

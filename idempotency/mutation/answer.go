@@ -34,8 +34,9 @@ func DefaultStatuses() map[errcode.Code]int {
 	}
 }
 
-// RetryAfterSeconds is the Retry-After of a 503, and of a 429 whose
-// error says no longer wait.
+// RetryAfterSeconds is the Retry-After of a 503, and the least of a 429's
+// (an errcode.Error's RetryAfter, rounded up to whole seconds, may ask
+// for longer).
 const RetryAfterSeconds = 1
 
 // Sentences for failures no one worded, by whether the request was a

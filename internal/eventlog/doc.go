@@ -5,9 +5,11 @@
 // the ledger of package dynamodbstore.
 //
 // Each user has a head item holding the sequence number of their last
-// committed event. A commit of n events writes them at head+1 … head+n
-// and moves the head from head to head+n under the condition that it is
-// still at head, in the same transaction: sequence numbers are handed out
+// committed event, and the token bucket that limits their rate of commits
+// (tokens, refilled_ms), written together under the head's condition. A
+// commit of n events writes them at head+1 … head+n and moves the head
+// from head to head+n under the condition that it is still at head, in
+// the same transaction: sequence numbers are handed out
 // in commit order with no gaps, and no event can commit at or below one
 // already committed. No event can be written without moving the head, and
 // a read stops before the first position that does not follow the last

@@ -8,7 +8,10 @@ import "sync"
 // bytes), where a count alone let the longest ids take 32 MiB.
 const (
 	maxHeadCacheBytes = 1 << 20
-	headEntryOverhead = 64
+	// headEntryOverhead is a map entry's cost besides the user id: the
+	// string header, the head (a sequence number and the bucket's state,
+	// a time.Time among them) and the map's own share, about 112 bytes.
+	headEntryOverhead = 112
 )
 
 // headCache is the last head an environment saw of each user. A wrong

@@ -59,9 +59,15 @@ var ErrStorageFull = errcode.New(errcode.StorageFull,
 //
 // Each commit takes a token of the user's bucket, kept on the head item
 // and written with it: a commit over the user's rate is refused with
-// ErrRateLimited before anything is sent, and the limit costs no call
-// and no capacity of its own.
+// ErrRateLimited, before anything is sent where the environment's head
+// is current (after the one call that finds it is not, otherwise), and
+// the limit costs no call and no capacity of its own. The token is taken
+// before the key's record is looked at, so a retry of a key already
+// stored, over the rate, is refused too, and answered once a token comes.
 func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
+	if len(evs) == 0 {
+		return errNoEvents
+	}
 	user, n := rec.UserID, uint64(len(evs))
 	h := l.heads.get(user)
 	for attempt := 1; ; attempt++ {
@@ -101,11 +107,18 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 // ErrRateLimited is the answer to a commit over the user's rate; its
 // RetryAfter says when the next token comes.
 var ErrRateLimited = errcode.New(errcode.RateLimited,
-	"Too many changes from this user: nothing was stored; retry with the same key after the time in Retry-After")
+	"Too many changes from this user: this request was not carried out; send it again with the same key after the time in Retry-After")
 
+// rateLimited is ErrRateLimited with the wait. It wraps nothing: a refusal
+// of the client's pace is no failure of the service, and is logged as a
+// refusal, not as an error.
 func rateLimited(wait time.Duration) error {
-	return &errcode.Error{Code: ErrRateLimited.Code, Message: ErrRateLimited.Message, RetryAfter: wait, Err: ErrRateLimited}
+	return &errcode.Error{Code: ErrRateLimited.Code, Message: ErrRateLimited.Message, RetryAfter: wait}
 }
+
+// errNoEvents refuses a commit of nothing: the head's condition is on its
+// sequence number alone, which such a commit would not move.
+var errNoEvents = errors.New("eventlog: a commit needs at least one event")
 
 // classify adds what the ledger's store cannot know: a full item
 // collection here is a user's events.

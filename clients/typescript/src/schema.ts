@@ -246,7 +246,7 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests; nothing was done or recorded. Either this caller
+         * @description Too many requests; this request was not carried out. Either this caller
          *     went over their own rate (`RATE_LIMITED`, with `Retry-After`: each
          *     user's mutations are limited across the whole service, their reads
          *     per execution environment), or API Gateway's stage throttling refused

@@ -55,12 +55,12 @@ func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGateway
 	if err != nil {
 		return h.fail(err, method)
 	}
-	if wait, ok := h.reads.Take(user, time.Now()); !ok {
-		return h.fail(readsLimited(wait), method)
-	}
 	limit, after, err := pageParams(r.QueryStringParameters)
 	if err != nil {
 		return h.fail(err, method)
+	}
+	if wait, ok := h.reads.Take(user, time.Now()); !ok {
+		return h.fail(readsLimited(wait), method)
 	}
 	p := newPage(limit, MaxPageResponseBytes, after)
 	// One more than the page holds is read, so that the last page is
@@ -107,6 +107,8 @@ func pageParams(q map[string]string) (limit int, after syncevent.Position, _ err
 // execution environment.
 var errReadsLimited = errcode.New(errcode.RateLimited, "Too many reads from this user: retry after the time in Retry-After")
 
+// readsLimited is errReadsLimited with the wait, wrapping nothing: it is a
+// refusal, logged as one.
 func readsLimited(wait time.Duration) error {
-	return &errcode.Error{Code: errReadsLimited.Code, Message: errReadsLimited.Message, RetryAfter: wait, Err: errReadsLimited}
+	return &errcode.Error{Code: errReadsLimited.Code, Message: errReadsLimited.Message, RetryAfter: wait}
 }
