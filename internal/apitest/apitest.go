@@ -59,6 +59,12 @@ func New(t testing.TB) *Harness {
 	return hs
 }
 
+// Rewire puts hs's handler together again on hs.B.Client, for a test that
+// replaced the client (to measure it, say); NewEnvironment uses it too.
+func (hs *Harness) Rewire() {
+	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
+}
+
 // Output sends the handler's log and metrics lines to hs's buffers.
 func (hs *Harness) Output() api.Output {
 	return api.Output{

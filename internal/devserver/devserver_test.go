@@ -17,8 +17,9 @@ import (
 	"github.com/sync-events/sync-events/internal/devserver"
 )
 
-// serve is make run in miniature: the real handler, on fresh tables of
-// the test backend, behind the dev server's HTTP adapter.
+// serve is the real handler, on fresh tables of the test backend, behind
+// the dev server's HTTP adapter (not its Host guard or CORS, which have
+// tests of their own).
 func serve(t *testing.T) *httptest.Server {
 	t.Helper()
 	b := ddbtest.Start(t)
