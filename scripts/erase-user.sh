@@ -9,7 +9,9 @@
 # The sub is handed to the AWS CLI only inside JSON that jq builds
 # (jq --arg), never pasted into JSON text: a sub holding a quote stays one
 # string and cannot name another user. Each delete is also conditional on
-# the item's user_id being that sub.
+# the item's user_id being that sub, or on the item being gone already (a
+# ledger record's TTL, or another run, may delete it between the query
+# and the delete, and the erasure must not stop halfway).
 set -euo pipefail
 
 if [ $# -ne 3 ] || [ -z "$1" ]; then
@@ -36,7 +38,7 @@ erase() {
   while IFS= read -r key; do
     [ -n "$key" ] || continue
     aws dynamodb delete-item --table-name "$table" --key "$key" \
-      --condition-expression 'user_id = :u' --expression-attribute-values "$values"
+      --condition-expression 'attribute_not_exists(user_id) OR user_id = :u' --expression-attribute-values "$values"
     n=$((n + 1))
   done <<<"$keys"
   echo "$table: deleted $n items"

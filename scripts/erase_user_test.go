@@ -41,7 +41,7 @@ case $op in
     jq -c --arg t "$table" --argjson v "$values" --argjson n "$names" --arg all "${FAKE_AWS_FOREIGN:-}" '
       [.[$t][] | select($all != "" or .user_id.S == $v[":u"].S) | {user_id} + {($n["#s"]): .[$n["#s"]]}]' "$FAKE_AWS_STATE" ;;
   delete-item)
-    [ "$cond" = "user_id = :u" ] || { echo "fake aws: delete without the condition" >&2; exit 2; }
+    [ "$cond" = "attribute_not_exists(user_id) OR user_id = :u" ] || { echo "fake aws: delete without the condition" >&2; exit 2; }
     if ! jq -e --argjson k "$key" --argjson v "$values" '$k.user_id.S == $v[":u"].S' -n >/dev/null; then
       echo "An error occurred (ConditionalCheckFailedException)" >&2; exit 254
     fi

@@ -111,7 +111,9 @@ func (s *Service) report(ctx context.Context, r *mutation.Request, rep mutation.
 		attrs = append(attrs, slog.String("code", string(rep.Code)))
 	}
 	level := slog.LevelInfo
-	if rep.Err != nil {
+	// A cause is logged for the service's own failures only (from DynamoDB
+	// or the SDK): a refusal's cause can quote the body.
+	if rep.Err != nil && (rep.Code == errcode.ServiceUnavailable || rep.Code == errcode.Internal) {
 		level = slog.LevelError
 		attrs = append(attrs, slog.String("error", rep.Err.Error()))
 	}
