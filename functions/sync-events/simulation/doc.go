@@ -7,7 +7,7 @@
 // DynamoDB-compatible backend through package apitest and holds every
 // answer and stored item to the invariants.
 //
-// They are the slow suites: make test leaves them out (-short), and
+// They are the slow suites: make test leaves the package out, and
 // make test-full and CI run them, with the race detector, on kumo, moto
 // and dynoxide. The package has no code of its own.
 package simulation
