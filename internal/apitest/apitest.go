@@ -202,8 +202,18 @@ func (hs *Harness) Do(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTT
 	if err != nil {
 		hs.T.Fatalf("Handle returned an error: %v", err)
 	}
+	if resp.StatusCode >= 500 {
+		// The cause is in the handler's log line (no payload is), for the
+		// test that fails on this answer to show.
+		hs.T.Logf("%d from the handler; its last log line: %s", resp.StatusCode, lastLine(hs.Logs()))
+	}
 	CheckContract(hs.T, req, resp)
 	return resp
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 // CheckContract holds an exchange to openapi.yaml: every request a test
