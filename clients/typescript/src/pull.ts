@@ -7,12 +7,19 @@ export interface PullOptions {
   getToken: () => string | Promise<string>;
   /** Where to start: the cursor kept from the last pull; from the first event if absent. */
   cursor?: string;
-  /** Events a page holds at most, 1 to 1000 (the server's default, 50, if absent). */
+  /**
+   * Events a page holds at most, 1 to 1000; 1000 if absent, so that a
+   * device catching up makes as few round trips as the server allows (a
+   * page is bounded by bytes too).
+   */
   limit?: number;
   fetch?: Fetch;
   retry?: RetryOptions;
   signal?: AbortSignal;
 }
+
+/** The most events a page holds (the API's `limit` bound): a pull's default. */
+const MAX_PAGE_EVENTS = 1000;
 
 /** A refused read: the status and the server's error. */
 export class PullError extends Error {
@@ -69,9 +76,7 @@ export class EventPull implements AsyncIterable<ListedEvent> {
       if (this.#cursor !== undefined) {
         url.searchParams.set("cursor", this.#cursor);
       }
-      if (this.#o.limit !== undefined) {
-        url.searchParams.set("limit", String(this.#o.limit));
-      }
+      url.searchParams.set("limit", String(this.#o.limit ?? MAX_PAGE_EVENTS));
       const outcome = await sendUntilAnswered(
         async () => new Request(url, { headers: { authorization: `Bearer ${await this.#o.getToken()}` } }),
         { fetch: f, retrier: r, signal: this.#o.signal },

@@ -85,6 +85,17 @@ it("pullEvents' pages carry the cursor to keep with the events they hold", async
   ]);
 });
 
+it("pullEvents asks for the largest pages unless told otherwise: a device catching up on 2,500 events makes 3 round trips, not 50", async () => {
+  const stored = Array.from({ length: 2500 }, (_, i) => ev(i + 1));
+  const api = pagedServer(stored);
+  let pulled = 0;
+  for await (const _ of pullEvents({ baseUrl: "https://api.example.com", getToken: () => TOKEN, fetch: api.fetch })) {
+    pulled++;
+  }
+  assert.equal(pulled, 2500);
+  assert.equal(api.seen.length, 3);
+});
+
 it("pullEvents throws the server's refusal", async () => {
   const api = fakeFetch(() => error(400, "VALIDATION_FAILED"));
   const pull = pullEvents({ baseUrl: "https://api.example.com", getToken: () => TOKEN, cursor: "bad", fetch: api.fetch });
