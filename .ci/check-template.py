@@ -18,34 +18,13 @@ will build) and check the resources it generates, not the template's intent:
 
 Run with the CI venv's python: python3 .ci/check-template.py template.yaml
 """
-import copy
-import os
 import sys
 
-from samtranslator.translator.transform import transform
 from samtranslator.yaml_helper import yaml_parse
 
-os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+from samcheck import check, failures, translate
+
 ORIGINS = ["https://app.example.com", "https://admin.example.com"]
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-class NoManagedPolicies:
-    def load(self):
-        return {}
-
-
-def translate(template, params):
-    t = copy.deepcopy(template)
-    # The translator wants code in S3; sam deploy uploads it there.
-    t["Resources"]["SyncEventsFunction"]["Properties"]["CodeUri"] = "s3://bucket/bootstrap.zip"
-    return transform(t, params, NoManagedPolicies())
 
 
 def evaluate(value, params, conditions):

@@ -53,14 +53,23 @@ type Harness struct {
 // New is a handler on fresh tables of the backend ddbtest.Start gives.
 func New(t testing.TB) *Harness {
 	t.Helper()
+	return start(t, func(*config.Config) {})
+}
+
+// start is a harness on fresh tables, its configuration TablesConfig's as
+// adjust leaves it.
+func start(t testing.TB, adjust func(*config.Config)) *Harness {
+	t.Helper()
 	hs := &Harness{T: t, B: ddbtest.Start(t)}
 	hs.cfg = TablesConfig(hs.B.Tables)
-	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
+	adjust(&hs.cfg)
+	hs.Rewire()
 	return hs
 }
 
-// Rewire puts hs's handler together again on hs.B.Client, for a test that
-// replaced the client (to measure it, say); NewEnvironment uses it too.
+// Rewire puts hs's handler together on hs.B.Client and its configuration:
+// every harness is wired so, and a test that replaced the client (to
+// measure it, say) calls it again.
 func (hs *Harness) Rewire() {
 	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
 }
@@ -98,7 +107,7 @@ func (hs *Harness) ForTest(t testing.TB) *Harness {
 func (hs *Harness) NewEnvironment() *Harness {
 	hs.T.Helper()
 	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg}
-	other.H = api.Wire(hs.B.Client, hs.cfg, other.Output())
+	other.Rewire()
 	return other
 }
 
@@ -140,12 +149,10 @@ func TablesConfig(tables ddb.TableNames) config.Config {
 // rates and bursts given.
 func NewLimited(t testing.TB, changesPerSecond, changesBurst, readsPerSecond, readsBurst int) *Harness {
 	t.Helper()
-	hs := &Harness{T: t, B: ddbtest.Start(t)}
-	hs.cfg = TablesConfig(hs.B.Tables)
-	hs.cfg.ChangesPerSecond, hs.cfg.ChangesBurst = changesPerSecond, changesBurst
-	hs.cfg.ReadsPerSecond, hs.cfg.ReadsBurst = readsPerSecond, readsBurst
-	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
-	return hs
+	return start(t, func(c *config.Config) {
+		c.ChangesPerSecond, c.ChangesBurst = changesPerSecond, changesBurst
+		c.ReadsPerSecond, c.ReadsBurst = readsPerSecond, readsBurst
+	})
 }
 
 type syncWriter struct {
