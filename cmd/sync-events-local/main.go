@@ -34,6 +34,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/localevents"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
 
@@ -96,15 +97,20 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	lv, err := startLive(ctx, log, addr, local.Endpoint, local.Embedded, cfg.EventsTable)
+	if err != nil {
+		return err
+	}
 	origins := cors.ParseOrigins(os.Getenv("CORS_ALLOW_ORIGINS"))
-	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, devserver.Handler(h.Handle)), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, lv.noteCommits(devserver.Handler(h.Handle)), lv.events), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(shutdown) //nolint:errcheck // best effort on the way out
 	}()
-	log.Info("listening", "addr", "http://"+addr, "backend", backend, "cors_origins", strings.Join(append([]string{"localhost", "127.0.0.1"}, origins.Listed...), ","), "idempotency_table", cfg.IdempotencyTable, "events_table", cfg.EventsTable)
+	log.Info("listening", "addr", "http://"+addr, "backend", backend, "cors_origins", strings.Join(append([]string{"localhost", "127.0.0.1"}, origins.Listed...), ","), "idempotency_table", cfg.IdempotencyTable, "events_table", cfg.EventsTable,
+		"live", "ws://"+addr+localevents.RealtimePath, "live_source", lv.source)
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -112,9 +118,14 @@ func run(ctx context.Context, log *slog.Logger) error {
 }
 
 // serving is what the server answers with: the host check first (a request
-// for another host gets nothing else), then CORS, then the API.
-func serving(addr string, origins cors.Origins, api http.Handler) http.Handler {
-	return devserver.HostGuard(addr, cors.API.Wrap(origins, api))
+// for another host gets nothing else), then the live channel's two paths,
+// then CORS and the API.
+func serving(addr string, origins cors.Origins, api, live http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(localevents.RealtimePath, live)
+	mux.Handle(localevents.PublishPath, live)
+	mux.Handle("/", cors.API.Wrap(origins, api))
+	return devserver.HostGuard(addr, mux)
 }
 
 // jsonLogs reports LOG_FORMAT=json: the Lambda's log and metrics lines.

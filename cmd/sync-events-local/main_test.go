@@ -77,18 +77,24 @@ func TestNeverSignsWithRealCredentials(t *testing.T) {
 
 // TestServesOnlyItsOwnHost: the handler run serves refuses a request for
 // another host (a DNS-rebinding page), even from an allowed origin, before
-// CORS or the API see it.
+// CORS, the API or the live channel see it.
 func TestServesOnlyItsOwnHost(t *testing.T) {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"events":[]}`)) })
-	h := serving("127.0.0.1:3000", cors.ParseOrigins(""), api)
-	for host, want := range map[string]int{"evil.example:3000": http.StatusMisdirectedRequest, "127.0.0.1:3000": 200, "localhost:3000": 200} {
-		req := httptest.NewRequest("GET", "/api/v1/sync/events", nil)
-		req.Host = host
-		req.Header.Set("Origin", "http://localhost:5173")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code != want || (want != 200 && (strings.Contains(rec.Body.String(), "events") || rec.Header().Get("Access-Control-Allow-Origin") != "")) {
-			t.Errorf("Host %s: %d %s %v", host, rec.Code, rec.Body, rec.Header())
+	live := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"events":["live"]}`)) })
+	h := serving("127.0.0.1:3000", cors.ParseOrigins(""), api, live)
+	for _, path := range []string{"/api/v1/sync/events", "/event/realtime", "/event"} {
+		for host, want := range map[string]int{"evil.example:3000": http.StatusMisdirectedRequest, "127.0.0.1:3000": 200, "localhost:3000": 200} {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Host = host
+			req.Header.Set("Origin", "http://localhost:5173")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != want || (want != 200 && (strings.Contains(rec.Body.String(), "events") || rec.Header().Get("Access-Control-Allow-Origin") != "")) {
+				t.Errorf("%s, Host %s: %d %s %v", path, host, rec.Code, rec.Body, rec.Header())
+			}
+			if wantLive := strings.HasPrefix(path, "/event") && want == 200; wantLive != strings.Contains(rec.Body.String(), "live") {
+				t.Errorf("%s, Host %s: served by the live channel %v, want %v", path, host, !wantLive, wantLive)
+			}
 		}
 	}
 }

@@ -170,3 +170,14 @@ func write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body) //nolint:errcheck // the client went away
 }
+
+// BearerSubject is the sub claim of a bearer token, "Bearer <JWT>" or the
+// JWT alone (as AppSync's authorization header carries it), read as
+// bearerClaims reads it: NOT checked.
+func BearerSubject(auth string) (string, bool) {
+	if !strings.HasPrefix(auth, "Bearer ") {
+		auth = "Bearer " + auth
+	}
+	sub := bearerClaims(auth)["sub"]
+	return sub, sub != ""
+}

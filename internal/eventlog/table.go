@@ -28,7 +28,8 @@ const headID = "head"
 // billed on demand: one item per (user, event id), so that "the event id
 // is new" is a condition on the item itself, and a local index by
 // position, so that a user's events are read in commit order with strong
-// consistency.
+// consistency. Its stream holds new images: a head's tells that the
+// user's events moved.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	key := func(name string, t types.KeyType) types.KeySchemaElement {
 		return types.KeySchemaElement{AttributeName: aws.String(name), KeyType: t}
@@ -41,6 +42,9 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		BillingMode:          types.BillingModePayPerRequest,
 		KeySchema:            []types.KeySchemaElement{key(attrUserID, types.KeyTypeHash), key(attrEventID, types.KeyTypeRange)},
 		AttributeDefinitions: []types.AttributeDefinition{attr(attrUserID), attr(attrEventID), attr(attrReceivedKey)},
+		// The stream carries each head's new image to the poke function
+		// (only heads pass its filter); see HeadChange.
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
 		LocalSecondaryIndexes: []types.LocalSecondaryIndex{{
 			IndexName:  aws.String(ByReceivedIndex),
 			KeySchema:  []types.KeySchemaElement{key(attrUserID, types.KeyTypeHash), key(attrReceivedKey, types.KeyTypeRange)},

@@ -1,5 +1,6 @@
 export type { StopReason } from "./http.js";
 export { IndexedDBStorage, type IndexedDBStorageOptions } from "./indexeddb.js";
+export { type LiveChannel, type LiveState, type LiveStopReason, LiveSync, type LiveSyncOptions, type PollReason } from "./live.js";
 export { EventPull, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
 export { type DrainReport, type QueueStopReason, SyncQueue, type SyncQueueOptions } from "./queue.js";
 export type { RetryOptions } from "./retry.js";

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/poke"
+	"github.com/sync-events/sync-events/internal/streamfeed"
+)
+
+// live is make run's live sync, built as in AWS from the events table's
+// stream up: records are fed to the real poke function (package poke) as
+// the event source mapping would (package streamfeed, with the
+// template's filter, batch size and retries), and it publishes over HTTP,
+// with the real publisher, to a stand-in for the AppSync Events API
+// (package localevents) that this server mounts at /event.
+type live struct {
+	events *localevents.Server
+	// commits, when set, is told of each user whose mutation was answered
+	// 2xx: the stand-in for a stream the backend does not write.
+	commits *streamfeed.Synthesized
+	source  string
+}
+
+// Settings the template gives the event source mapping.
+const (
+	streamBatchSize  = 100
+	streamMaxRetries = 3
+)
+
+// envLiveSource chooses where records come from: "stream" (the table's
+// DynamoDB stream, read through the Streams API) or "answers" (the head
+// read after each 2xx mutation). By default: answers on the embedded
+// backend, whose stream has no records of transactions; the stream on an
+// endpoint whose table has one.
+const envLiveSource = "LIVE_SOURCE"
+
+func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string) (*live, error) {
+	l := &live{events: localevents.New(localevents.Options{
+		Subject: devserver.BearerSubject,
+		Allowed: func(sub, channel string) bool {
+			own, ok := poke.Channel(sub)
+			return ok && channel == own
+		},
+		OriginPatterns: []string{"localhost:*", "127.0.0.1:*"},
+	})}
+	pub := &poke.AppSync{
+		Endpoint: "http://" + addr + localevents.PublishPath, Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Client:      &http.Client{Timeout: 5 * time.Second},
+	}
+	mapping := &streamfeed.Mapping{
+		Function: func(ctx context.Context, ev events.DynamoDBEvent) error {
+			_, err := poke.Handle(ctx, pub, ev)
+			return err
+		},
+		Filter: eventlog.HeadStreamFilter, BatchSize: streamBatchSize,
+		MaxRetries: streamMaxRetries, RetryBase: 200 * time.Millisecond, Log: log,
+	}
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, LocalCredentials: true})
+	if err != nil {
+		return nil, err
+	}
+	source := os.Getenv(envLiveSource)
+	streamARN := ""
+	if source != "answers" && (source == "stream" || !embedded) {
+		if streamARN, err = streamfeed.StreamARN(ctx, client, table); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case source == "stream" && streamARN == "":
+		return nil, fmt.Errorf("%s=stream, but the table %s has no stream", envLiveSource, table)
+	case streamARN != "":
+		l.source = "stream"
+		go func() {
+			if err := streamfeed.Poll(ctx, streamfeed.LocalClient(endpoint), streamARN, mapping, 250*time.Millisecond); err != nil {
+				log.Error("reading the events table's stream stopped; devices fall back to polling", "error", err.Error())
+			}
+		}()
+	default:
+		l.source = "answers"
+		l.commits = &streamfeed.Synthesized{Read: func(ctx context.Context, user string) (events.DynamoDBEventRecord, bool, error) {
+			return eventlog.HeadRecord(ctx, client, table, user)
+		}}
+		go l.commits.Run(ctx, mapping)
+	}
+	return l, nil
+}
+
+// noteCommits tells l.commits, if set, of each 2xx mutation's user.
+func (l *live) noteCommits(next http.Handler) http.Handler {
+	if l.commits == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodOptions && rec.status/100 == 2 {
+			if user, ok := devserver.BearerSubject(r.Header.Get("Authorization")); ok {
+				l.commits.Note(user)
+			}
+		}
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// TestLiveChannelPokesEachOwnDevice runs make run's server (on the
+// embedded backend, or DYNAMODB_ENDPOINT's, where the pokes come from
+// the table's real stream) and checks live sync from a device's side:
+// after each commit a subscribed device gets its head's cursor within a
+// second, over the Event API protocol; a device of another user may not
+// subscribe to that channel, and one without a token may not connect.
+func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
+	// Each source, asked for: a backend without the stream it should have
+	// fails to start rather than pass on the other source.
+	source := "answers"
+	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
+		source = "stream"
+	}
+	t.Setenv(envLiveSource, source)
+	addr := startServer(t)
+	user := "u" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
+	alice := devserver.UnsignedToken(map[string]any{"sub": user})
+	mallory := devserver.UnsignedToken(map[string]any{"sub": "mallory"})
+	channel := "/users/" + user
+
+	device := dialLive(t, addr, alice)
+	if got := device.subscribe(t, channel, alice); got.Type != "subscribe_success" {
+		t.Fatalf("own channel: %+v", got)
+	}
+	intruder := dialLive(t, addr, mallory)
+	if got := intruder.subscribe(t, channel, mallory); got.Type != "subscribe_error" {
+		t.Fatalf("another user's channel: %+v", got)
+	}
+	if got := intruder.subscribe(t, "/users/mallory", alice); got.Type != "subscribe_error" {
+		t.Fatalf("a subscribe under another user's token than the connection's: %+v", got)
+	}
+	if _, resp, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{Subprotocols: []string{"aws-appsync-event-ws"}}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a connection without authorization: %v %v", err, resp)
+	}
+
+	for i, n := range []int{1, 3} {
+		postEvents(t, addr, alice, n)
+		want := syncevent.At(uint64(1 + 3*i)).Cursor() // 1, then 4
+		deadline := time.Now().Add(time.Second)
+		for {
+			m := device.read(t, time.Until(deadline))
+			if m.Type != "data" {
+				continue
+			}
+			var poke struct{ Cursor string }
+			if err := json.Unmarshal([]byte(m.Event), &poke); err != nil {
+				t.Fatalf("poke %q: %v", m.Event, err)
+			}
+			if poke.Cursor == want {
+				break
+			}
+		}
+	}
+	if m, ok := intruder.tryRead(200 * time.Millisecond); ok && m.Type == "data" {
+		t.Fatalf("the intruder got a poke: %+v", m)
+	}
+}
+
+func startServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	suffix := uuid.NewString()[:8]
+	t.Setenv("ADDR", addr)
+	t.Setenv("IDEMPOTENCY_TABLE", "live-ledger-"+suffix)
+	t.Setenv("EVENTS_TABLE", "live-events-"+suffix)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for range 300 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the server stopped: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatal("the server did not start")
+	return ""
+}
+
+type liveMessage struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	Event  string `json:"event"`
+	Errors []struct {
+		ErrorType string `json:"errorType"`
+	} `json:"errors"`
+}
+
+type liveConn struct {
+	c     *websocket.Conn
+	msgs  chan liveMessage
+	token string
+}
+
+// dialLive connects as a browser does to AppSync Events: the
+// authorization in the header subprotocol, then connection_init.
+func dialLive(t *testing.T, addr, token string) *liveConn {
+	t.Helper()
+	header, _ := json.Marshal(map[string]string{"host": addr, "Authorization": token})
+	c, _, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{
+		Subprotocols: []string{"aws-appsync-event-ws", "header-" + base64.RawURLEncoding.EncodeToString(header)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := &liveConn{c: c, msgs: make(chan liveMessage, 64), token: token}
+	t.Cleanup(func() { c.CloseNow() })
+	go func() {
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				close(lc.msgs)
+				return
+			}
+			var m liveMessage
+			json.Unmarshal(b, &m) //nolint:errcheck // a bad message fails the test's expectations
+			lc.msgs <- m
+		}
+	}()
+	lc.send(t, map[string]any{"type": "connection_init"})
+	if m := lc.read(t, time.Second); m.Type != "connection_ack" {
+		t.Fatalf("after connection_init: %+v", m)
+	}
+	return lc
+}
+
+func (lc *liveConn) send(t *testing.T, m any) {
+	t.Helper()
+	b, _ := json.Marshal(m)
+	if err := lc.c.Write(context.Background(), websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (lc *liveConn) subscribe(t *testing.T, channel, token string) liveMessage {
+	t.Helper()
+	id := uuid.NewString()
+	lc.send(t, map[string]any{"type": "subscribe", "id": id, "channel": channel, "authorization": map[string]string{"Authorization": token}})
+	for {
+		m := lc.read(t, time.Second)
+		if m.ID == id {
+			return m
+		}
+	}
+}
+
+func (lc *liveConn) read(t *testing.T, within time.Duration) liveMessage {
+	t.Helper()
+	m, ok := lc.tryRead(within)
+	if !ok {
+		t.Fatalf("no message within %v", within)
+	}
+	return m
+}
+
+func (lc *liveConn) tryRead(within time.Duration) (liveMessage, bool) {
+	select {
+	case m, ok := <-lc.msgs:
+		return m, ok
+	case <-time.After(max(within, 0)):
+		return liveMessage{}, false
+	}
+}
+
+// postEvents commits n events in one request (a batch when n > 1).
+func postEvents(t *testing.T, addr, token string, n int) {
+	t.Helper()
+	evs := make([]string, n)
+	for i := range evs {
+		evs[i] = fmt.Sprintf(`{"id":%q,"type":"note.created","occurredAt":"2026-12-04T10:00:00Z","payload":{"i":%d}}`, uuid.NewString(), i)
+	}
+	path, body := "/api/v1/sync/events", evs[0]
+	if n > 1 {
+		path, body = path+"/batch", `{"events":[`+strings.Join(evs, ",")+`]}`
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", uuid.NewString())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %d", path, resp.StatusCode)
+	}
+}

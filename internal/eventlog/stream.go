@@ -1,0 +1,79 @@
+package eventlog
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// HeadStreamFilter is the event source mapping's filter pattern (Lambda
+// event filtering) that passes a stream record only when it is a head
+// item's insert or change: one record per commit, whatever its events.
+// The template holds the same pattern; a test compares them.
+const HeadStreamFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"` + attrEventID + `":{"S":["` + headID + `"]}}}}`
+
+// HeadChange reads a stream record of the events table: when it is a
+// head's insert or change, the user whose events moved and the cursor of
+// their last committed event; ok is false for any other record (an event
+// item, a head's removal, a record without its new image).
+func HeadChange(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
+	if r.EventName != string(events.DynamoDBOperationTypeInsert) && r.EventName != string(events.DynamoDBOperationTypeModify) {
+		return "", "", false
+	}
+	img := r.Change.NewImage
+	id, idOK := stringAttr(img, attrEventID)
+	user, userOK := stringAttr(img, attrUserID)
+	seqAttr, seqOK := img[attrHeadSeq]
+	if !idOK || id != headID || !userOK || !seqOK || seqAttr.DataType() != events.DataTypeNumber {
+		return "", "", false
+	}
+	seq, err := strconv.ParseUint(seqAttr.Number(), 10, 64)
+	if err != nil {
+		return "", "", false
+	}
+	return user, syncevent.At(seq).Cursor(), true
+}
+
+func stringAttr(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
+	v, ok := img[name]
+	if !ok || v.DataType() != events.DataTypeString {
+		return "", false
+	}
+	return v.String(), true
+}
+
+// HeadRecord is the stream record of user's head as it is now, a MODIFY
+// with the head's keys and new image, read with strong consistency; ok is
+// false when the user has no head. make run hands it to the poke function
+// where its backend writes no stream records for transactions (kumo).
+func HeadRecord(ctx context.Context, client *dynamodb.Client, table, user string) (events.DynamoDBEventRecord, bool, error) {
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(table),
+		Key:            map[string]types.AttributeValue{attrUserID: str(user), attrEventID: str(headID)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil || len(out.Item) == 0 {
+		return events.DynamoDBEventRecord{}, false, err
+	}
+	h, err := decodeHead(out.Item)
+	if err != nil {
+		return events.DynamoDBEventRecord{}, false, err
+	}
+	keys := map[string]events.DynamoDBAttributeValue{
+		attrUserID: events.NewStringAttribute(user), attrEventID: events.NewStringAttribute(headID),
+	}
+	image := map[string]events.DynamoDBAttributeValue{
+		attrUserID: keys[attrUserID], attrEventID: keys[attrEventID],
+		attrHeadSeq: events.NewNumberAttribute(strconv.FormatUint(h.seq, 10)),
+	}
+	return events.DynamoDBEventRecord{
+		EventName: string(events.DynamoDBOperationTypeModify), EventSource: "aws:dynamodb",
+		Change: events.DynamoDBStreamRecord{Keys: keys, NewImage: image, StreamViewType: string(types.StreamViewTypeNewImage)},
+	}, true, nil
+}

@@ -1,0 +1,118 @@
+// Package poke tells a user's devices that their events moved. From a
+// batch of the events table's stream records it makes one poke per user
+// whose head moved, "your head is now at cursor C", and publishes it on
+// that user's channel of an AppSync Events API. A poke carries no event
+// data: a device that gets one pulls, and the pull, with its
+// authorization, stays the only way to read events.
+//
+// It owns the channel names and the poke's shape. It does not read the
+// stream (Lambda's event source mapping does, or a local stand-in) nor
+// decide what a head is (package eventlog does).
+package poke
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sync-events/sync-events/internal/eventlog"
+)
+
+// Namespace is the channel namespace of user channels: user u's channel
+// is /users/u.
+const Namespace = "users"
+
+// segmentPattern is what AppSync Events allows in a channel segment.
+var segmentPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,48}[A-Za-z0-9])?$`)
+
+// Channel is user's channel, and false when the user id cannot be a
+// channel segment (AppSync Events allows letters, digits and dashes, 50 at
+// most, neither first nor last a dash): such a user's devices poll. A Cognito or most OIDC subjects (UUIDs,
+// digits) fit.
+func Channel(user string) (string, bool) {
+	if !segmentPattern.MatchString(user) {
+		return "", false
+	}
+	return "/" + Namespace + "/" + user, true
+}
+
+// Poke is one message: on Channel, the user's head is now at Cursor.
+type Poke struct {
+	Channel string
+	Cursor  string
+}
+
+// Message is the poke's event as published: a JSON object holding the
+// cursor, nothing else.
+func (p Poke) Message() string {
+	b, err := json.Marshal(struct {
+		Cursor string `json:"cursor"`
+	}{p.Cursor})
+	if err != nil {
+		panic(err) // a string always marshals
+	}
+	return string(b)
+}
+
+// Publisher sends pokes. An error means some may not have been sent; the
+// batch is then delivered again, and pokes sent twice do no harm (a device
+// pulls from its own cursor).
+type Publisher interface {
+	Publish(ctx context.Context, pokes []Poke) error
+}
+
+// Report counts what a batch came to, for the log.
+type Report struct {
+	Records   int // stream records in the batch
+	Heads     int // of which head changes
+	Published int // pokes sent: one per user with a channel
+	NoChannel int // users whose id cannot be a channel
+}
+
+// Handle turns one batch of stream records into pokes and publishes them:
+// records of anything but a head are skipped (the filter should have
+// dropped them), and a user's several heads in one batch make one poke at
+// the highest. It returns an error when the publisher does, so that Lambda
+// retries the batch; it never fails on a record it does not understand,
+// which would stop the shard.
+func Handle(ctx context.Context, pub Publisher, ev events.DynamoDBEvent) (Report, error) {
+	rep := Report{Records: len(ev.Records)}
+	latest := map[string]string{}
+	for _, r := range ev.Records {
+		user, cursor, ok := eventlog.HeadChange(r)
+		if !ok {
+			continue
+		}
+		rep.Heads++
+		// Sequence cursors of one length order as strings.
+		if cursor > latest[user] {
+			latest[user] = cursor
+		}
+	}
+	pokes := make([]Poke, 0, len(latest))
+	for user, cursor := range latest {
+		ch, ok := Channel(user)
+		if !ok {
+			rep.NoChannel++
+			continue
+		}
+		pokes = append(pokes, Poke{Channel: ch, Cursor: cursor})
+	}
+	sort.Slice(pokes, func(i, j int) bool { return pokes[i].Channel < pokes[j].Channel })
+	if len(pokes) == 0 {
+		return rep, nil
+	}
+	if err := pub.Publish(ctx, pokes); err != nil {
+		return rep, fmt.Errorf("%w: %w", ErrPublish, err)
+	}
+	rep.Published = len(pokes)
+	return rep, nil
+}
+
+// ErrPublish reports pokes not sent; the batch is to be retried.
+var ErrPublish = errors.New("poke: publishing failed")
