@@ -14,10 +14,15 @@ will build) and check the resources it generates, not the template's intent:
   CLOUDFRONT web ACL whose rate rules key on the client IP and on the
   Authorization header and answer 429; no WAF sample keeps a request's
   headers; the web ACL is made only in us-east-1, and none of it exists
-  with Edge=none.
+  with Edge=none;
+- live sync: one event source mapping, from the events table's stream to
+  the poke function, filtered to head writes, its retries bounded; the Event
+  API takes the HTTP API's issuer and audiences to connect and subscribe,
+  IAM alone to publish, and no API key.
 
 Run with the CI venv's python: python3 .ci/check-template.py template.yaml
 """
+import json
 import sys
 
 from samtranslator.yaml_helper import yaml_parse
@@ -139,9 +144,35 @@ def main(path):
     check(not leaks, f"the access log records no source IP, header, claim or user {leaks or ''}")
 
     check_edge(template, params)
+    check_live(res)
 
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
+
+
+def check_live(res):
+    """Live sync as CloudFormation builds it: the stream mapping that feeds
+    the poke function, and the Event API's auth."""
+    mappings = [r["Properties"] for r in res.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    check(len(mappings) == 1, f"one event source mapping: {len(mappings)}")
+    m = mappings[0] if mappings else {}
+    check(m.get("EventSourceArn") == {"Fn::GetAtt": ["EventsTable", "StreamArn"]} and m.get("FunctionName") == {"Ref": "PokeFunction"},
+          f"it feeds the events table's stream to the poke function: {m.get('EventSourceArn')} {m.get('FunctionName')}")
+    patterns = [json.loads(f["Pattern"]) for f in m.get("FilterCriteria", {}).get("Filters", [])]
+    check(patterns == [{"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"event_id": {"S": ["head"]}}}}],
+          f"its one filter passes head writes only: {patterns}")
+    check(m.get("MaximumRetryAttempts") == 3 and m.get("MaximumRecordAgeInSeconds") == 60 and m.get("StartingPosition") == "LATEST",
+          f"a failed batch is retried 3 times, a record given up after a minute: {m.get('MaximumRetryAttempts')} {m.get('MaximumRecordAgeInSeconds')}")
+    cfg = res["LiveApi"]["Properties"]["EventConfig"]
+    oidc = [p for p in cfg["AuthProviders"] if p["AuthType"] == "OPENID_CONNECT"]
+    check(len(oidc) == 1 and oidc[0]["OpenIDConnectConfig"]["Issuer"] == {"Ref": "JwtIssuer"}
+          and oidc[0]["OpenIDConnectConfig"]["ClientId"] == {"Fn::Join": ["|", {"Ref": "JwtAudience"}]},
+          "devices connect with the HTTP API's issuer and audiences")
+    modes = lambda k: [a["AuthType"] for a in cfg[k]]
+    check(modes("ConnectionAuthModes") == ["OPENID_CONNECT"] and modes("DefaultSubscribeAuthModes") == ["OPENID_CONNECT"]
+          and modes("DefaultPublishAuthModes") == ["AWS_IAM"], "connect and subscribe by token, publish by IAM only")
+    api_keys = [k for k, r in res.items() if r["Type"] == "AWS::AppSync::ApiKey"]
+    check(not api_keys, f"no API key: {api_keys}")
 
 
 CACHING_DISABLED = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"

@@ -49,10 +49,7 @@ const envLiveSource = "LIVE_SOURCE"
 func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string) (*live, error) {
 	l := &live{events: localevents.New(localevents.Options{
 		Subject: devserver.BearerSubject,
-		Allowed: func(sub, channel string) bool {
-			own, ok := poke.Channel(sub)
-			return ok && channel == own
-		},
+		Allowed: poke.MaySubscribe,
 		OriginPatterns: []string{"localhost:*", "127.0.0.1:*"},
 	})}
 	pub := &poke.AppSync{

@@ -7,8 +7,8 @@
 // poke, and a poke never sent costs a device latency, not an event: its
 // next poke, or its periodic pull, brings everything.
 //
-// LIVE_HTTP_DOMAIN is the Event API's HTTP DNS name; AWS_REGION and the
-// credentials are Lambda's.
+// LIVE_HTTP_DOMAIN is the Event API's HTTP DNS name; the region and the
+// credentials are Lambda's, from the environment (package awsenv).
 package main
 
 import (
@@ -20,8 +20,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/sync-events/sync-events/internal/awsenv"
 	"github.com/sync-events/sync-events/internal/poke"
 )
 
@@ -32,7 +32,7 @@ func main() {
 		log.Error("start-up failed", "error", "LIVE_HTTP_DOMAIN is not set")
 		os.Exit(1)
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	cfg, err := awsenv.Config(false)
 	if err != nil {
 		log.Error("start-up failed", "error", err.Error())
 		os.Exit(1)

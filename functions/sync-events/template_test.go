@@ -62,6 +62,9 @@ type tableProps struct {
 		PointInTimeRecoveryEnabled bool `yaml:"PointInTimeRecoveryEnabled"`
 	} `yaml:"PointInTimeRecoverySpecification"`
 	DeletionProtectionEnabled cfnValue `yaml:"DeletionProtectionEnabled"`
+	StreamSpecification       *struct {
+		StreamViewType string `yaml:"StreamViewType"`
+	} `yaml:"StreamSpecification"`
 }
 
 type resource struct {
@@ -300,6 +303,12 @@ func TestTemplateTablesMatchTheCode(t *testing.T) {
 				t.Errorf("TTL on %s, the code has none", ttl.AttributeName)
 			case def.ttl != "" && (ttl == nil || !ttl.Enabled || ttl.AttributeName != def.ttl):
 				t.Errorf("TTL %+v, want enabled on %s", ttl, def.ttl)
+			}
+			switch st := props.StreamSpecification; {
+			case want.StreamSpecification == nil && st != nil:
+				t.Errorf("a stream (%s), the code has none", st.StreamViewType)
+			case want.StreamSpecification != nil && (st == nil || st.StreamViewType != string(want.StreamSpecification.StreamViewType)):
+				t.Errorf("stream %+v, want %s", st, want.StreamSpecification.StreamViewType)
 			}
 			if !props.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled {
 				t.Error("point-in-time recovery is off")

@@ -41,6 +41,16 @@ func Channel(user string) (string, bool) {
 	return "/" + Namespace + "/" + user, true
 }
 
+// MaySubscribe is the users namespace's onSubscribe rule: a caller whose
+// token's sub is sub may subscribe to channel only when it is their own.
+// The template's handler (APPSYNC_JS) is this rule, and make run's Event
+// API stand-in applies this function; testdata/subscribe-cases.json holds
+// both to the same cases.
+func MaySubscribe(sub, channel string) bool {
+	own, ok := Channel(sub)
+	return ok && channel == own
+}
+
 // Poke is one message: on Channel, the user's head is now at Cursor.
 type Poke struct {
 	Channel string

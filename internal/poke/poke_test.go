@@ -2,7 +2,9 @@ package poke_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"testing"
 
@@ -131,6 +133,28 @@ func TestChannelIsTheUsersOwnOrNone(t *testing.T) {
 		got, ok := poke.Channel(user)
 		if got != want || ok != (want != "") {
 			t.Errorf("Channel(%q) = %q %v, want %q", user, got, ok, want)
+		}
+	}
+}
+
+// TestMaySubscribeToOwnChannelOnly runs the cases the template's
+// onSubscribe handler is held to as well (clients/typescript's
+// onsubscribe test).
+func TestMaySubscribeToOwnChannelOnly(t *testing.T) {
+	raw, err := os.ReadFile("testdata/subscribe-cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Why, Sub, Channel string
+		Allowed           bool
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil || len(cases) < 5 {
+		t.Fatalf("cases: %d %v", len(cases), err)
+	}
+	for _, c := range cases {
+		if got := poke.MaySubscribe(c.Sub, c.Channel); got != c.Allowed {
+			t.Errorf("%s: MaySubscribe(%q, %q) = %v", c.Why, c.Sub, c.Channel, got)
 		}
 	}
 }

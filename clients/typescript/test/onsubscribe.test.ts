@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { it } from "node:test";
+
+const root = resolve(import.meta.dirname, "../../../..");
+
+/** The users namespace's handler code, as template.yaml gives it to AppSync (a YAML block scalar). */
+function templateHandlers(): string {
+  const lines = readFileSync(resolve(root, "template.yaml"), "utf8").split("\n");
+  const start = lines.findIndex((l) => /^\s+CodeHandlers: \|$/.test(l));
+  assert.ok(start >= 0, "template.yaml has a CodeHandlers block");
+  const indent = (lines[start] ?? "").search(/\S/);
+  const block: string[] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (line.trim() !== "" && line.search(/\S/) <= indent) {
+      break;
+    }
+    block.push(line);
+  }
+  return block.join("\n");
+}
+
+class Unauthorized extends Error {}
+
+/**
+ * onSubscribe, run as AppSync's APPSYNC_JS runtime would run it: the
+ * module's one import, util, given a stand-in whose unauthorized() throws
+ * (AppSync's ends the handler and refuses the subscription).
+ */
+function onSubscribe(): (ctx: unknown) => void {
+  const code = templateHandlers()
+    .replace(/^\s*import \{ util \} from '@aws-appsync\/utils';$/m, "")
+    .replace(/export function/g, "function");
+  assert.ok(!/\bimport\b/.test(code), "the handler imports nothing but util");
+  const util = {
+    unauthorized() {
+      throw new Unauthorized();
+    },
+  };
+  return new Function("util", `${code}\nreturn onSubscribe;`)(util);
+}
+
+interface Case {
+  why: string;
+  sub: string;
+  channel: string;
+  allowed: boolean;
+}
+
+it("the template's onSubscribe lets a caller subscribe to their own channel only (the cases make run's stand-in is held to)", () => {
+  const handler = onSubscribe();
+  const cases: Case[] = JSON.parse(readFileSync(resolve(root, "internal/poke/testdata/subscribe-cases.json"), "utf8"));
+  assert.ok(cases.length >= 5);
+  for (const c of cases) {
+    const ctx = {
+      identity: { sub: c.sub, issuer: "https://issuer.example", claims: { sub: c.sub } },
+      info: { channel: { path: c.channel, segments: c.channel.split("/").filter((s) => s !== "") }, operation: "SUBSCRIBE" },
+    };
+    let allowed = true;
+    try {
+      handler(ctx);
+    } catch (err) {
+      assert.ok(err instanceof Unauthorized, `${c.why}: ${err}`);
+      allowed = false;
+    }
+    assert.equal(allowed, c.allowed, c.why);
+  }
+  assert.throws(() => handler({ info: { channel: { path: "/users/alice", segments: ["users", "alice"] } } }), Unauthorized, "no identity");
+});

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/poke"
+)
+
+// TestTemplateLiveSyncIsTheCodes holds the template's live sync to the
+// code: the stream mapping passes what eventlog.HeadStreamFilter passes
+// (make run's stand-in applies that constant), from the events table's
+// stream; the namespace is package poke's; the poke function's role may
+// publish there and nowhere else, and no role may subscribe.
+func TestTemplateLiveSyncIsTheCodes(t *testing.T) {
+	tpl := loadTemplate(t)
+	fn := decode[struct {
+		Role   cfnValue `yaml:"Role"`
+		Events map[string]struct {
+			Type       string `yaml:"Type"`
+			Properties struct {
+				Stream           cfnValue `yaml:"Stream"`
+				StartingPosition string   `yaml:"StartingPosition"`
+				FilterCriteria   struct {
+					Filters []struct {
+						Pattern string `yaml:"Pattern"`
+					} `yaml:"Filters"`
+				} `yaml:"FilterCriteria"`
+			} `yaml:"Properties"`
+		} `yaml:"Events"`
+	}](t, tpl.Resources["PokeFunction"].Properties)
+	heads, ok := fn.Events["Heads"]
+	if !ok || heads.Type != "DynamoDB" || heads.Properties.Stream != (cfnValue{"!GetAtt", "EventsTable.StreamArn"}) || len(heads.Properties.FilterCriteria.Filters) != 1 {
+		t.Fatalf("the poke function's stream event: %+v", fn.Events)
+	}
+	var got, want any
+	if err := json.Unmarshal([]byte(heads.Properties.FilterCriteria.Filters[0].Pattern), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(eventlog.HeadStreamFilter), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("filter %v, want eventlog.HeadStreamFilter %v", got, want)
+	}
+
+	ns := decode[struct {
+		Name               string `yaml:"Name"`
+		SubscribeAuthModes []struct {
+			AuthType string `yaml:"AuthType"`
+		} `yaml:"SubscribeAuthModes"`
+		PublishAuthModes []struct {
+			AuthType string `yaml:"AuthType"`
+		} `yaml:"PublishAuthModes"`
+		CodeHandlers string `yaml:"CodeHandlers"`
+	}](t, tpl.Resources["LiveUsersNamespace"].Properties)
+	if ns.Name != poke.Namespace || len(ns.PublishAuthModes) != 1 || ns.PublishAuthModes[0].AuthType != "AWS_IAM" ||
+		len(ns.SubscribeAuthModes) != 1 || ns.SubscribeAuthModes[0].AuthType != "OPENID_CONNECT" || ns.CodeHandlers == "" {
+		t.Errorf("namespace %+v: want %s, publish by IAM only, subscribe by the OIDC token, an onSubscribe handler", ns, poke.Namespace)
+	}
+
+	for name, res := range tpl.Resources {
+		if res.Type != "AWS::IAM::Role" {
+			continue
+		}
+		for _, p := range decode[roleProps](t, res.Properties).Policies {
+			for _, st := range p.PolicyDocument.Statement {
+				for _, a := range st.Action {
+					if a[:min(len(a), 8)] != "appsync:" {
+						continue
+					}
+					if name != "PokeFunctionRole" || a != "appsync:EventPublish" || st.Resource != (cfnValue{"!GetAtt", "LiveUsersNamespace.ChannelNamespaceArn"}) {
+						t.Errorf("%s grants %s on %+v: only the poke function may publish, on the users namespace", name, a, st.Resource)
+					}
+				}
+			}
+		}
+	}
+}
