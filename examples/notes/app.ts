@@ -1,9 +1,21 @@
-import { EventWriter, IndexedDBStorage, type ListedEvent, pullEvents, type QueueEntry, SyncQueue, tokenSubject } from "@sync-events/client";
+import {
+  EventWriter,
+  IndexedDBStorage,
+  type ListedEvent,
+  type LiveChannel,
+  type LiveState,
+  LiveSync,
+  pullEvents,
+  type QueueEntry,
+  SyncQueue,
+  tokenSubject,
+} from "@sync-events/client";
 
-/** What serve.mjs hands the page: the API and the bearer token to call it with. */
+/** What serve.mjs hands the page: the API, the bearer token to call it with, and the live channel's endpoints. */
 interface Config {
   apiUrl: string;
   token: string;
+  live?: LiveChannel;
 }
 
 interface Note {
@@ -74,34 +86,55 @@ function showSync(text: string, problem = false): void {
   sync.className = `pill${problem ? " problem" : ""}`;
 }
 
-/** Sends what is queued, then pulls what other devices wrote. One at a time. */
-let syncing: Promise<void> = Promise.resolve();
-function sync(): Promise<void> {
-  syncing = syncing.then(async () => {
+/** Sends what is queued; what was sent comes back by the next pull, which its poke starts. One drain at a time. */
+let sending: Promise<void> = Promise.resolve();
+function send(): Promise<void> {
+  sending = sending.then(async () => {
     const report = await queue.drain();
     if (report.stopped === "offline") {
       showSync("offline: notes wait here");
     } else if (report.stopped) {
-      showSync(`not synced: ${report.stopped}${report.error ? ` (${report.error})` : ""}`, true);
-    } else {
-      await pull();
-      showSync(`synced ${new Date().toLocaleTimeString()}`);
+      showSync(`not sent: ${report.stopped}${report.error ? ` (${report.error})` : ""}`, true);
     }
     await render();
   });
-  return syncing;
+  return sending;
 }
 
-async function pull(): Promise<void> {
+/** Pulls what this user's devices wrote since the last pull; resolves to the cursor reached. */
+async function pull(signal: AbortSignal): Promise<string | undefined> {
   const state = pulled();
-  const p = pullEvents({ baseUrl: config.apiUrl, getToken: () => config.token, cursor: state.cursor, retry: { maxAttempts: 3 } });
+  const p = pullEvents({ baseUrl: config.apiUrl, getToken: () => config.token, cursor: state.cursor, retry: { maxAttempts: 3 }, signal });
   for await (const page of p.pages()) {
     const notes = page.events.filter((e: ListedEvent) => e.type === "note.created");
     state.notes.push(...notes.map((e: ListedEvent) => ({ id: e.id, text: String(e.payload.text), at: e.occurredAt, waiting: false })));
     state.cursor = page.cursor;
     localStorage.setItem(PULLED, JSON.stringify(state)); // the page's notes and its cursor together
   }
+  showSync(`synced ${new Date().toLocaleTimeString()}`);
+  await render();
+  return state.cursor;
 }
+
+/** The channel's state, as the page shows it. */
+function showLive(state: LiveState): void {
+  const live = $("live");
+  const text: Record<LiveState["kind"], string> = {
+    connecting: "connecting…",
+    live: "live",
+    polling: "polling",
+    offline: "offline",
+    stopped: "stopped",
+  };
+  const reason = "reason" in state ? ` (${state.reason})` : "";
+  live.textContent = `${text[state.kind]}${reason}`;
+  live.dataset.state = state.kind;
+  live.className = `pill${state.kind === "live" ? " online" : state.kind === "stopped" ? " problem" : ""}`;
+}
+
+// Pulls on every poke of the user's channel, polls every 10 s while the
+// channel is unavailable, and pauses while the browser is offline.
+const live = new LiveSync({ getToken: () => config.token, channel: config.live, pull, onState: showLive });
 
 $<HTMLFormElement>("add").addEventListener("submit", async (ev) => {
   ev.preventDefault();
@@ -109,12 +142,12 @@ $<HTMLFormElement>("add").addEventListener("submit", async (ev) => {
   await writer.write("note.created", { text: input.value });
   input.value = "";
   await render();
-  void sync();
+  void send();
 });
-$("now").addEventListener("click", () => void sync());
-window.addEventListener("online", () => void sync());
+$("now").addEventListener("click", () => void send().then(() => live.pullNow()));
+window.addEventListener("online", () => void send());
 window.addEventListener("offline", () => void render());
-setInterval(() => void sync(), 10_000);
 
 await render();
-void sync();
+live.start();
+void send();

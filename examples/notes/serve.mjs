@@ -3,7 +3,9 @@
 // repository's source. The page calls SYNC_EVENTS_API (make run's
 // http://127.0.0.1:3000 by default) with SYNC_EVENTS_TOKEN as its bearer
 // token; without one, an unsigned token for the user "notes-demo", which
-// only make run accepts. Run by `make example`.
+// only make run accepts; the live channel beside make run's API, or
+// SYNC_EVENTS_LIVE_URL and SYNC_EVENTS_LIVE_HOST (the stack's outputs).
+// Run by `make example`.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { createRequire } from "node:module";
@@ -17,6 +19,12 @@ const port = Number(process.env.PORT ?? 5173);
 const apiUrl = process.env.SYNC_EVENTS_API ?? "http://127.0.0.1:3000";
 const unsigned = (sub) => `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ sub })).toString("base64url")}.unsigned`;
 const token = process.env.SYNC_EVENTS_TOKEN ?? unsigned("notes-demo");
+// The live channel: the stack's LiveRealtimeUrl and LiveHttpHost outputs;
+// make run serves its stand-in beside the API.
+const api = new URL(apiUrl);
+const live = process.env.SYNC_EVENTS_LIVE_URL
+  ? { realtimeUrl: process.env.SYNC_EVENTS_LIVE_URL, httpHost: process.env.SYNC_EVENTS_LIVE_HOST ?? "" }
+  : { realtimeUrl: `${api.protocol === "https:" ? "wss" : "ws"}://${api.host}/event/realtime`, httpHost: api.host };
 
 const bundle = async () =>
   (
@@ -36,7 +44,7 @@ const bundle = async () =>
 const files = {
   "/": () => ["text/html", readFileSync(here("index.html"))],
   "/app.js": async () => ["text/javascript", await bundle()],
-  "/config.json": () => ["application/json", JSON.stringify({ apiUrl, token })],
+  "/config.json": () => ["application/json", JSON.stringify({ apiUrl, token, live })],
 };
 
 await bundle(); // fail now, not at the first page view, if app.ts does not build
