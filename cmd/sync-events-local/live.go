@@ -48,8 +48,8 @@ const envLiveSource = "LIVE_SOURCE"
 
 func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string) (*live, error) {
 	l := &live{events: localevents.New(localevents.Options{
-		Subject: devserver.BearerSubject,
-		Allowed: poke.MaySubscribe,
+		Subject:        devserver.BearerSubject,
+		Allowed:        poke.MaySubscribe,
 		OriginPatterns: []string{"localhost:*", "127.0.0.1:*"},
 	})}
 	pub := &poke.AppSync{

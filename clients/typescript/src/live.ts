@@ -31,7 +31,12 @@ export interface LiveSyncOptions {
   onError?: (err: unknown) => void;
   /** How often to pull while the channel is unavailable, in ms (default 10 000). */
   pollIntervalMs?: number;
-  /** How often to pull while live all the same, in ms (default 60 000): a missed poke costs this much latency, never an event. */
+  /**
+   * How often to pull while live all the same, in ms (default 300 000, the
+   * Event API's connection timeout): a missed poke costs this much latency,
+   * never an event. Each such pull is a request of an idle device, so it is
+   * rare: pokes are lost only when the poke function gives a batch up.
+   */
   liveCheckMs?: number;
   /** How long a connection may take to be live (open, acknowledged, subscribed), in ms (default 15 000). */
   connectTimeoutMs?: number;
@@ -255,7 +260,7 @@ export class LiveSync {
     if (k === "offline" || k === "stopped") {
       return;
     }
-    const ms = k === "live" ? (this.#o.liveCheckMs ?? 60_000) : (this.#o.pollIntervalMs ?? 10_000);
+    const ms = k === "live" ? (this.#o.liveCheckMs ?? 300_000) : (this.#o.pollIntervalMs ?? 10_000);
     this.#checkTimer = setTimeout(() => this.#want(), ms);
   }
 
