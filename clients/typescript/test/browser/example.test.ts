@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { after, before, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { freePort, localToken, startService } from "../server.js";
-import { launch, storedIds } from "./harness.js";
+import { localToken, startService } from "../server.js";
+import { launch, startNotesExample, storedIds } from "./harness.js";
 
 /**
  * examples/notes as a newcomer runs it (its serve.mjs, against make run's
@@ -17,28 +16,20 @@ import { launch, storedIds } from "./harness.js";
 const root = resolve(import.meta.dirname, "../../../../..");
 let browser: Browser;
 let service: { url: string; stop: () => void };
-let example: ChildProcess;
+let example: { origin: string; stop: () => void };
 let origin: string;
 const token = localToken(`notes-${crypto.randomUUID()}`);
 
 before(async () => {
   service = await startService();
-  const port = await freePort();
-  origin = `http://localhost:${port}`;
-  example = spawn("node", [resolve(root, "examples/notes/serve.mjs")], {
-    env: { ...process.env, PORT: String(port), SYNC_EVENTS_API: service.url, SYNC_EVENTS_TOKEN: token },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  await new Promise<void>((ok, fail) => {
-    example.stdout?.once("data", () => ok());
-    example.once("exit", (code) => fail(new Error(`examples/notes/serve.mjs exited ${code}`)));
-  });
+  example = await startNotesExample(service.url, token);
+  origin = example.origin;
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
-  example?.kill();
+  example?.stop();
   service?.stop();
 });
 

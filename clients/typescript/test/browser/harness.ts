@@ -1,8 +1,10 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import { build } from "esbuild";
 import { type Browser, chromium } from "playwright-core";
+import { freePort } from "../server.js";
 
 /** Debian's Chromium, or CHROMIUM. Nothing here downloads a browser. */
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -111,4 +113,21 @@ export async function storedIds(api: string, token: string): Promise<string[]> {
       return ids;
     }
   }
+}
+
+/**
+ * examples/notes as `make example` serves it (its serve.mjs) against the
+ * API at api, with token as its user's: its origin, and stop().
+ */
+export async function startNotesExample(api: string, token: string): Promise<{ origin: string; stop: () => void }> {
+  const port = await freePort();
+  const example: ChildProcess = spawn("node", [resolve(import.meta.dirname, "../../../../../examples/notes/serve.mjs")], {
+    env: { ...process.env, PORT: String(port), SYNC_EVENTS_API: api, SYNC_EVENTS_TOKEN: token },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((ok, fail) => {
+    example.stdout?.once("data", () => ok());
+    example.once("exit", (code) => fail(new Error(`examples/notes/serve.mjs exited ${code}`)));
+  });
+  return { origin: `http://localhost:${port}`, stop: () => example.kill() };
 }

@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { resolve } from "node:path";
 import { after, before, it } from "node:test";
 import type { Browser, BrowserContext, Page, WebSocketRoute } from "playwright-core";
-import { freePort, localToken, startService } from "../server.js";
-import { launch, storedIds } from "./harness.js";
+import { localToken, startService } from "../server.js";
+import { launch, startNotesExample, storedIds } from "./harness.js";
 
 /**
  * Live sync in Chromium, on the notes example against make run's server
@@ -15,32 +13,23 @@ import { launch, storedIds } from "./harness.js";
  * server and both views holding each note once.
  */
 
-const root = resolve(import.meta.dirname, "../../../../..");
 let browser: Browser;
 let service: { url: string; stop: () => void };
-let example: ChildProcess;
+let example: { origin: string; stop: () => void };
 let origin: string;
 const token = localToken(`live-${crypto.randomUUID()}`);
 
 before(async () => {
   // Rate limits off: the test writes faster than a person would.
   service = await startService({ CHANGES_PER_SECOND: "0", READS_PER_SECOND: "0" });
-  const port = await freePort();
-  origin = `http://localhost:${port}`;
-  example = spawn("node", [resolve(root, "examples/notes/serve.mjs")], {
-    env: { ...process.env, PORT: String(port), SYNC_EVENTS_API: service.url, SYNC_EVENTS_TOKEN: token },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  await new Promise<void>((ok, fail) => {
-    example.stdout?.once("data", () => ok());
-    example.once("exit", (code) => fail(new Error(`examples/notes/serve.mjs exited ${code}`)));
-  });
+  example = await startNotesExample(service.url, token);
+  origin = example.origin;
   browser = await launch();
 });
 
 after(async () => {
   await browser?.close();
-  example?.kill();
+  example?.stop();
   service?.stop();
 });
 
