@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/eventlog"
@@ -46,11 +47,11 @@ const (
 // endpoint whose table has one.
 const envLiveSource = "LIVE_SOURCE"
 
-func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string) (*live, error) {
+func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string, origins cors.Origins) (*live, error) {
 	l := &live{events: localevents.New(localevents.Options{
-		Subject:        devserver.BearerSubject,
-		Allowed:        poke.MaySubscribe,
-		OriginPatterns: []string{"localhost:*", "127.0.0.1:*"},
+		Subject:     devserver.BearerSubject,
+		Allowed:     poke.MaySubscribe,
+		AllowOrigin: origins.Allows,
 	})}
 	pub := &poke.AppSync{
 		Endpoint: "http://" + addr + localevents.PublishPath, Region: "us-east-1",

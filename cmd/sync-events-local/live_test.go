@@ -54,6 +54,21 @@ func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
 	if _, resp, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{Subprotocols: []string{"aws-appsync-event-ws"}}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a connection without authorization: %v %v", err, resp)
 	}
+	// A page of another site, with a token it got somehow: the origin is
+	// the API's CORS policy's to allow, and it allows no such site.
+	header, _ := json.Marshal(map[string]string{"host": addr, "Authorization": alice})
+	for origin, want := range map[string]int{"https://evil.example": http.StatusForbidden, "http://localhost:5173": http.StatusSwitchingProtocols} {
+		c, resp, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{
+			Subprotocols: []string{"aws-appsync-event-ws", "header-" + base64.RawURLEncoding.EncodeToString(header)},
+			HTTPHeader:   http.Header{"Origin": {origin}},
+		})
+		if resp == nil || resp.StatusCode != want {
+			t.Fatalf("a page of %s: %v %v, want %d", origin, err, resp, want)
+		}
+		if c != nil {
+			c.CloseNow()
+		}
+	}
 
 	for i, n := range []int{1, 3} {
 		postEvents(t, addr, alice, n)

@@ -97,11 +97,11 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	lv, err := startLive(ctx, log, addr, local.Endpoint, local.Embedded, cfg.EventsTable)
+	origins := cors.ParseOrigins(os.Getenv("CORS_ALLOW_ORIGINS"))
+	lv, err := startLive(ctx, log, addr, local.Endpoint, local.Embedded, cfg.EventsTable, origins)
 	if err != nil {
 		return err
 	}
-	origins := cors.ParseOrigins(os.Getenv("CORS_ALLOW_ORIGINS"))
 	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, lv.noteCommits(devserver.Handler(h.Handle)), lv.events), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
