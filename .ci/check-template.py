@@ -166,8 +166,8 @@ def check_live(res):
     cfg = res["LiveApi"]["Properties"]["EventConfig"]
     oidc = [p for p in cfg["AuthProviders"] if p["AuthType"] == "OPENID_CONNECT"]
     check(len(oidc) == 1 and oidc[0]["OpenIDConnectConfig"]["Issuer"] == {"Ref": "JwtIssuer"}
-          and oidc[0]["OpenIDConnectConfig"]["ClientId"] == {"Fn::Join": ["|", {"Ref": "JwtAudience"}]},
-          "devices connect with the HTTP API's issuer and audiences")
+          and oidc[0]["OpenIDConnectConfig"]["ClientId"] == {"Fn::Sub": ["^(${Audiences})$", {"Audiences": {"Fn::Join": ["|", {"Ref": "JwtAudience"}]}}]},
+          "devices connect with the HTTP API's issuer and audiences, each matched whole")
     modes = lambda k: [a["AuthType"] for a in cfg[k]]
     check(modes("ConnectionAuthModes") == ["OPENID_CONNECT"] and modes("DefaultSubscribeAuthModes") == ["OPENID_CONNECT"]
           and modes("DefaultPublishAuthModes") == ["AWS_IAM"], "connect and subscribe by token, publish by IAM only")

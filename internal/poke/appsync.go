@@ -2,6 +2,7 @@ package poke
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -34,7 +35,10 @@ type AppSync struct {
 // 100 records for 100 users is 100 POSTs, about 7 round trips.
 const publishConcurrency = 16
 
-// Publish sends each poke; the error joins every failed one's.
+// Publish sends each poke; the error counts the failed ones and gives the
+// first one's cause. No error holds an answer's body or a channel: an
+// Event API's error may name the channel, which names the user, and the
+// error is logged.
 func (a *AppSync) Publish(ctx context.Context, pokes []Poke) error {
 	errs := make([]error, len(pokes))
 	sem := make(chan struct{}, publishConcurrency)
@@ -48,7 +52,17 @@ func (a *AppSync) Publish(ctx context.Context, pokes []Poke) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	failed, first := 0, error(nil)
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d pokes not sent; the first: %w", failed, len(pokes), first)
+	}
+	return nil
 }
 
 // publishBody is the HTTP publish request; events are JSON strings.
@@ -90,14 +104,14 @@ func (a *AppSync) publish(ctx context.Context, p Poke) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("publish answered %d: %.200s", resp.StatusCode, raw)
+		return fmt.Errorf("publish answered %d", resp.StatusCode)
 	}
 	var ans publishAnswer
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return fmt.Errorf("publish answer: %w", err)
+		return errors.New("publish answered 200 with no JSON answer")
 	}
 	if len(ans.Failed) > 0 || len(ans.Successful) != 1 {
-		return fmt.Errorf("publish: %d sent, %d failed: %.200s", len(ans.Successful), len(ans.Failed), raw)
+		return fmt.Errorf("publish answered 200: %d sent, %d failed", len(ans.Successful), len(ans.Failed))
 	}
 	return nil
 }

@@ -31,9 +31,12 @@ func TestAppSyncPublishesOnePOSTPerPokeAsTheEventAPIDocuments(t *testing.T) {
 			io.WriteString(w, `{"failed":[],"successful":[{"identifier":"x","index":0}]}`)
 		}, false},
 		{"an event failed", func(w http.ResponseWriter) {
-			io.WriteString(w, `{"failed":[{"identifier":"x","index":0,"code":401,"message":"no"}],"successful":[]}`)
+			io.WriteString(w, `{"failed":[{"identifier":"x","index":0,"code":401,"message":"not allowed on /users/a"}],"successful":[]}`)
 		}, true},
-		{"refused", func(w http.ResponseWriter) { w.WriteHeader(http.StatusForbidden); io.WriteString(w, `{"errors":[]}`) }, true},
+		{"refused", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `{"errors":[{"errorType":"UnauthorizedException","message":"no publish on /users/b"}]}`)
+		}, true},
 		{"throttled", func(w http.ResponseWriter) { w.WriteHeader(http.StatusTooManyRequests) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +64,11 @@ func TestAppSyncPublishesOnePOSTPerPokeAsTheEventAPIDocuments(t *testing.T) {
 			err := pub.Publish(context.Background(), pokes)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
+			}
+			// The error is logged: no channel (a user id), none of the
+			// answer's body.
+			if err != nil && (strings.Contains(err.Error(), "/users/") || strings.Contains(err.Error(), "message")) {
+				t.Errorf("the error holds a channel or the answer: %v", err)
 			}
 			for _, p := range pokes {
 				var ev struct{ Cursor string }

@@ -89,6 +89,21 @@ const SEGMENT = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,48}[A-Za-z0-9])?$/;
 /** A sequence cursor: "p" and 16 lowercase hex digits; two of them order as strings. */
 const SEQUENCE_CURSOR = /^p[0-9a-f]{16}$/;
 
+/** The least wait before subscribing again after a refusal: 5 minutes. */
+const REFUSED_RETRY_MS = 300_000;
+
+/**
+ * Calls one of the app's callbacks: whatever it throws is the app's, and
+ * must not stop syncing (a pull loop that threw would never run again).
+ */
+function callApp<T>(fn: ((arg: T) => void) | undefined, arg: T): void {
+  try {
+    fn?.(arg);
+  } catch {
+    // the app's own failure; syncing goes on
+  }
+}
+
 /** The keep-alive timeout when connection_ack names none: AppSync's 5 minutes. */
 const DEFAULT_CONNECTION_TIMEOUT_MS = 300_000;
 
@@ -239,7 +254,7 @@ export class LiveSync {
       this.#scheduleCheck(); // not on a new reason alone: failed reconnections must not put the next poll off
     }
     if (was.kind !== s.kind || ("reason" in was && "reason" in s && was.reason !== s.reason)) {
-      this.#o.onState?.(s);
+      callApp(this.#o.onState, s);
     }
   }
 
@@ -297,11 +312,14 @@ export class LiveSync {
   }
 
   async #pullLoop(): Promise<void> {
-    do {
-      await this.#pullOnce();
-    } while (this.#due());
-    // Here, with no await since #due(): a #want() from now on starts a new loop.
-    this.#loop = undefined;
+    try {
+      do {
+        await this.#pullOnce();
+      } while (this.#due());
+    } finally {
+      // Here, with no await since #due(): a #want() from now on starts a new loop.
+      this.#loop = undefined;
+    }
   }
 
   async #pullOnce(): Promise<void> {
@@ -328,7 +346,7 @@ export class LiveSync {
     } else if (err instanceof PullStopped && err.reason === "offline" && !this.#online()) {
       this.#onOffline();
     } else {
-      this.#o.onError?.(err);
+      callApp(this.#o.onError, err);
     }
   }
 
@@ -490,16 +508,25 @@ export class LiveSync {
     }, conn.keepAliveMs);
   }
 
-  /** The connection failed: poll meanwhile, and connect again after the backoff. */
+  /**
+   * The connection failed: poll meanwhile, and connect again after the
+   * backoff; after a refused subscription, not before REFUSED_RETRY_MS (a
+   * refusal lasts until the token or the handler changes, and each try is
+   * a connection, a subscription and a handler run, all billed).
+   */
   #broken(reason: PollReason): void {
     this.#disconnect();
     this.#poll(reason);
     clearTimeout(this.#reconnectTimer);
     this.#failures++;
-    this.#reconnectTimer = setTimeout(() => {
-      this.#reconnectTimer = undefined;
-      void this.#connect();
-    }, this.#backoff.delay(this.#failures));
+    const wait = this.#backoff.delay(this.#failures);
+    this.#reconnectTimer = setTimeout(
+      () => {
+        this.#reconnectTimer = undefined;
+        void this.#connect();
+      },
+      reason === "subscribe_refused" ? Math.max(wait, REFUSED_RETRY_MS) : wait,
+    );
   }
 
   #disconnect(): void {

@@ -52,19 +52,28 @@ it("the template's onSubscribe lets a caller subscribe to their own channel only
   const handler = onSubscribe();
   const cases: Case[] = JSON.parse(readFileSync(resolve(root, "internal/poke/testdata/subscribe-cases.json"), "utf8"));
   assert.ok(cases.length >= 5);
-  for (const c of cases) {
-    const ctx = {
-      identity: { sub: c.sub, issuer: "https://issuer.example", claims: { sub: c.sub } },
-      info: { channel: { path: c.channel, segments: c.channel.split("/").filter((s) => s !== "") }, operation: "SUBSCRIBE" },
-    };
-    let allowed = true;
-    try {
-      handler(ctx);
-    } catch (err) {
-      assert.ok(err instanceof Unauthorized, `${c.why}: ${err}`);
-      allowed = false;
+  // AppSync documents ctx.identity.sub for Cognito; for OIDC, the GraphQL
+  // utilities' type gives { sub, issuer, claims }. The handler reads either
+  // sub or claims.sub, so both shapes are run.
+  const identities = {
+    "identity.sub": (sub: string) => ({ sub, issuer: "https://issuer.example", claims: { sub } }),
+    "claims.sub only": (sub: string) => ({ issuer: "https://issuer.example", claims: { sub } }),
+  };
+  for (const [shape, identity] of Object.entries(identities)) {
+    for (const c of cases) {
+      const ctx = {
+        identity: identity(c.sub),
+        info: { channel: { path: c.channel, segments: c.channel.split("/").filter((s) => s !== "") }, operation: "SUBSCRIBE" },
+      };
+      let allowed = true;
+      try {
+        handler(ctx);
+      } catch (err) {
+        assert.ok(err instanceof Unauthorized, `${c.why}: ${err}`);
+        allowed = false;
+      }
+      assert.equal(allowed, c.allowed, `${shape}: ${c.why}`);
     }
-    assert.equal(allowed, c.allowed, c.why);
   }
   assert.throws(() => handler({ info: { channel: { path: "/users/alice", segments: ["users", "alice"] } } }), Unauthorized, "no identity");
 });
