@@ -82,11 +82,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 		return nil, fmt.Errorf("%s=stream, but the table %s has no stream", envLiveSource, table)
 	case streamARN != "":
 		l.source = "stream"
-		go func() {
-			if err := streamfeed.Poll(ctx, streamfeed.LocalClient(endpoint), streamARN, mapping, 250*time.Millisecond); err != nil {
-				log.Error("reading the events table's stream stopped; devices fall back to polling", "error", err.Error())
-			}
-		}()
+		go streamfeed.Poll(ctx, streamfeed.LocalClient(endpoint), streamARN, mapping, 250*time.Millisecond)
 	default:
 		l.source = "answers"
 		l.commits = &streamfeed.Synthesized{Read: func(ctx context.Context, user string) (events.DynamoDBEventRecord, bool, error) {

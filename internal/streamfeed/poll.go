@@ -3,7 +3,7 @@ package streamfeed
 import (
 	"context"
 	"errors"
-	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -12,93 +12,150 @@ import (
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
 
+// StreamsAPI is what Poll calls of the DynamoDB Streams API; a
+// *dynamodbstreams.Client is one.
+type StreamsAPI interface {
+	DescribeStream(context.Context, *dynamodbstreams.DescribeStreamInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(context.Context, *dynamodbstreams.GetShardIteratorInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(context.Context, *dynamodbstreams.GetRecordsInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
+// shard is where Poll is in one shard.
+type shard struct {
+	id       string
+	parent   string  // read to its end before this one, as Lambda does
+	iterator *string // nil: none yet, or to be got again
+	last     string  // the sequence number of the last record delivered
+	closed   bool    // read to its end
+}
+
 // Poll reads the stream streamARN through the DynamoDB Streams API and
-// delivers its records to m, shard by shard, until ctx ends: as Lambda's
-// event source mapping does, from each shard's iterator, every interval
-// (Lambda polls a shard about four times a second). Shards open at the
-// start are read from LATEST, shards that appear later from their start
-// (TRIM_HORIZON), so that nothing written after Poll began is missed. A
+// delivers its records to m, shard by shard, every interval (Lambda polls
+// a shard about four times a second), until ctx ends. Shards open at the
+// start are read from LATEST, shards that appear later (a split, a
+// rollover) from their start, so that nothing written after Poll began is
+// missed; a shard is read only once its parent is read to its end, so that
+// one item's records come in order across a split, as Lambda delivers them.
+// A failed call is made again at the next interval, as Lambda's
+// poller does; an expired iterator is replaced after the last record
+// delivered, and one past the stream's trim horizon by the horizon. A
 // batch given up after its retries is skipped: a shard never stalls.
-func Poll(ctx context.Context, client *dynamodbstreams.Client, streamARN string, m *Mapping, interval time.Duration) error {
-	iterators := map[string]*string{} // shard id → next iterator; nil: the shard is closed and read
-	first := true
-	for {
-		if err := discoverShards(ctx, client, streamARN, iterators, first); err != nil {
-			return err
+func Poll(ctx context.Context, client StreamsAPI, streamARN string, m *Mapping, interval time.Duration) {
+	var shards []*shard // in the order found
+	for first := true; ; {
+		// The shards of the first description that succeeds are the ones
+		// open at the start.
+		if discover(ctx, client, streamARN, &shards, first, m) {
+			first = false
 		}
-		first = false
-		for id, it := range iterators {
-			if it == nil {
-				continue
+		for _, sh := range shards {
+			if !sh.closed && parentRead(shards, sh) {
+				readShard(ctx, client, streamARN, sh, m)
 			}
-			next, err := readShard(ctx, client, it, m)
-			var expired *st.ExpiredIteratorException
-			if errors.As(err, &expired) {
-				// Found again at the next discovery, from the shard's
-				// start: pokes delivered twice do no harm.
-				delete(iterators, id)
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("streamfeed: shard %s: %w", id, err)
-			}
-			iterators[id] = next
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(interval):
 		}
 	}
 }
 
-// discoverShards adds an iterator for each shard not seen yet.
-func discoverShards(ctx context.Context, client *dynamodbstreams.Client, arn string, iterators map[string]*string, atStart bool) error {
+// discover adds the shards not seen yet, and reports whether the stream
+// was described.
+func discover(ctx context.Context, client StreamsAPI, arn string, shards *[]*shard, atStart bool, m *Mapping) bool {
 	out, err := client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(arn)})
 	if err != nil {
-		return fmt.Errorf("streamfeed: describe stream: %w", err)
+		if ctx.Err() == nil {
+			m.log().Info("describing the stream failed; trying again", "error", err.Error())
+		}
+		return false
 	}
-	for _, sh := range out.StreamDescription.Shards {
-		id := aws.ToString(sh.ShardId)
-		if _, seen := iterators[id]; seen {
+	for _, s := range out.StreamDescription.Shards {
+		id := aws.ToString(s.ShardId)
+		if slices.ContainsFunc(*shards, func(sh *shard) bool { return sh.id == id }) {
 			continue
 		}
+		sh := &shard{id: id, parent: aws.ToString(s.ParentShardId)}
 		kind := st.ShardIteratorTypeTrimHorizon
 		if atStart {
 			kind = st.ShardIteratorTypeLatest
 		}
-		it, err := client.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: sh.ShardId, ShardIteratorType: kind})
-		if err != nil {
-			return fmt.Errorf("streamfeed: shard iterator: %w", err)
+		sh.iterator = iterator(ctx, client, arn, id, kind, "", m)
+		if sh.iterator != nil {
+			*shards = append(*shards, sh) // else found again, and asked again, next time
 		}
-		iterators[id] = it.ShardIterator
 	}
-	return nil
+	return true
 }
 
-// readShard delivers what one GetRecords returns and gives the next
-// iterator (nil once the shard is closed and read).
-func readShard(ctx context.Context, client *dynamodbstreams.Client, it *string, m *Mapping) (*string, error) {
-	out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
-	var expired *st.ExpiredIteratorException
-	if errors.As(err, &expired) {
-		return nil, err
+func iterator(ctx context.Context, client StreamsAPI, arn, id string, kind st.ShardIteratorType, after string, m *Mapping) *string {
+	in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: aws.String(id), ShardIteratorType: kind}
+	if after != "" {
+		in.SequenceNumber = aws.String(after)
 	}
+	out, err := client.GetShardIterator(ctx, in)
 	if err != nil {
-		// Read again next time, as Lambda does.
-		m.log().Info("stream read failed; reading again", "error", err.Error())
-		return it, nil
+		if ctx.Err() == nil {
+			m.log().Info("a shard iterator was refused; asking again", "error", err.Error())
+		}
+		return nil
+	}
+	return out.ShardIterator
+}
+
+// parentRead reports whether sh's parent, if Poll follows it, is read to
+// its end.
+func parentRead(shards []*shard, sh *shard) bool {
+	for _, p := range shards {
+		if p.id == sh.parent {
+			return p.closed
+		}
+	}
+	return true
+}
+
+// readShard delivers what one GetRecords returns and moves sh on.
+func readShard(ctx context.Context, client StreamsAPI, arn string, sh *shard, m *Mapping) {
+	id := sh.id
+	if sh.iterator == nil {
+		kind := st.ShardIteratorTypeTrimHorizon
+		if sh.last != "" {
+			kind = st.ShardIteratorTypeAfterSequenceNumber
+		}
+		if sh.iterator = iterator(ctx, client, arn, id, kind, sh.last, m); sh.iterator == nil {
+			return
+		}
+	}
+	out, err := client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: sh.iterator})
+	var expired *st.ExpiredIteratorException
+	var trimmed *st.TrimmedDataAccessException
+	switch {
+	case errors.As(err, &expired):
+		sh.iterator = nil // again after the last record delivered
+		return
+	case errors.As(err, &trimmed):
+		sh.iterator, sh.last = nil, "" // again from the trim horizon
+		return
+	case err != nil:
+		if ctx.Err() == nil {
+			m.log().Info("reading a shard failed; reading again", "error", err.Error())
+		}
+		return
 	}
 	recs := make([]events.DynamoDBEventRecord, 0, len(out.Records))
 	for _, r := range out.Records {
 		recs = append(recs, lambdaRecord(r))
 	}
 	if _, err := m.Deliver(ctx, recs); err != nil {
-		return it, err
+		return // ctx ended: the same records are read again by no one
 	}
-	return out.NextShardIterator, nil
+	if n := len(recs); n > 0 {
+		sh.last = recs[n-1].Change.SequenceNumber
+	}
+	sh.iterator = out.NextShardIterator
+	sh.closed = sh.iterator == nil
 }
-
 // lambdaRecord is r as Lambda hands it to a function.
 func lambdaRecord(r st.Record) events.DynamoDBEventRecord {
 	out := events.DynamoDBEventRecord{
