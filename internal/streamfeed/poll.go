@@ -156,6 +156,7 @@ func readShard(ctx context.Context, client StreamsAPI, arn string, sh *shard, m 
 	sh.iterator = out.NextShardIterator
 	sh.closed = sh.iterator == nil
 }
+
 // lambdaRecord is r as Lambda hands it to a function.
 func lambdaRecord(r st.Record) events.DynamoDBEventRecord {
 	out := events.DynamoDBEventRecord{
