@@ -103,6 +103,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, lv.noteCommits(devserver.Handler(h.Handle)), lv.events), ReadHeaderTimeout: 5 * time.Second}
+	srv.RegisterOnShutdown(lv.events.Close)
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -45,6 +45,10 @@ type Server struct {
 	keepAlive time.Duration
 	origin    func(string) bool
 
+	// base is every connection's context; Close cancels it.
+	base  context.Context
+	close context.CancelFunc
+
 	mu   sync.Mutex
 	subs map[string]map[*subscriber]struct{} // channel → its subscriptions
 }
@@ -75,8 +79,13 @@ func New(o Options) *Server {
 	if ka <= 0 {
 		ka = time.Minute
 	}
-	return &Server{subject: o.Subject, allowed: o.Allowed, keepAlive: ka, origin: o.AllowOrigin, subs: map[string]map[*subscriber]struct{}{}}
+	base, cancel := context.WithCancel(context.Background())
+	return &Server{subject: o.Subject, allowed: o.Allowed, keepAlive: ka, origin: o.AllowOrigin, base: base, close: cancel, subs: map[string]map[*subscriber]struct{}{}}
 }
+
+// Close ends every connection: an http.Server's Shutdown waits for none of
+// them, since a WebSocket is a hijacked connection.
+func (s *Server) Close() { s.close() }
 
 // Paths the stand-in serves.
 const (
@@ -165,7 +174,9 @@ func (s *Server) serveRealtime(w http.ResponseWriter, r *http.Request) {
 		conn.Close(websocket.StatusPolicyViolation, "subprotocol "+Subprotocol+" required")
 		return
 	}
-	s.serveConn(r.Context(), conn, sub)
+	// The request's context ends with the handler; the connection lives
+	// until either side closes it, or Close.
+	s.serveConn(s.base, conn, sub)
 }
 
 // serveConn runs one connection until either side closes it.
@@ -295,7 +306,15 @@ type publishRequest struct {
 // limit).
 const maxPublishEvents = 5
 
+// servePublish takes a publish. Not from a page: a browser sends a form's
+// or a fetch's POST to loopback from any site, with an Origin, and only a
+// preflighted request could carry JSON's type; the poke function sends
+// neither Origin nor any other type.
 func (s *Server) servePublish(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Origin") != "" || r.Header.Get("Content-Type") != "application/json" {
+		http.Error(w, `{"errors":[{"errorType":"UnauthorizedException","message":"Publishing is the poke function's."}]}`, http.StatusForbidden)
+		return
+	}
 	var req publishRequest
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err == nil {
