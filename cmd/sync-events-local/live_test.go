@@ -51,6 +51,11 @@ func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
 	if got := intruder.subscribe(t, "/users/mallory", alice); got.Type != "subscribe_error" {
 		t.Fatalf("a subscribe under another user's token than the connection's: %+v", got)
 	}
+	// Subscribed to their own channel, the intruder hears their pokes and
+	// nobody else's.
+	if got := intruder.subscribe(t, "/users/mallory", mallory); got.Type != "subscribe_success" {
+		t.Fatalf("mallory's own channel: %+v", got)
+	}
 	if _, resp, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{Subprotocols: []string{"aws-appsync-event-ws"}}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a connection without authorization: %v %v", err, resp)
 	}
