@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -30,17 +29,9 @@ func buildBinaries(t *testing.T) (bootstrap, emulator string) {
 	if runtime.GOOS != "linux" {
 		t.Skip("aws-lambda-rie runs on Linux only")
 	}
-	dir := t.TempDir()
-	bootstrap, emulator = filepath.Join(dir, "bootstrap"), filepath.Join(dir, "aws-lambda-rie")
-	for _, b := range []struct{ dir, out, pkg string }{
-		{".", bootstrap, "."},
-		{"../../tools", emulator, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"},
-	} {
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", b.out, b.pkg)
-		cmd.Dir, cmd.Env = b.dir, append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", b.pkg, err, out)
-		}
+	bootstrap, emulator, err := rie.Build(t.TempDir(), ".")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bootstrap, emulator
 }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/poke"
+	"github.com/sync-events/sync-events/internal/rie"
+)
+
+// TestStreamEventUnderTheRuntimeEmulator runs the real bootstrap under
+// aws-lambda-rie, as sam local invoke does, with events/poke's stream
+// event (two head records of one user, as Lambda delivers them), publishing
+// to make run's Event API stand-in: a device subscribed to that user's
+// channel hears one poke, at the higher head. With the Event API failing,
+// the invocation fails, which is what makes Lambda retry the batch.
+func TestStreamEventUnderTheRuntimeEmulator(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("aws-lambda-rie runs on Linux only")
+	}
+	bootstrap, emulator, err := rie.Build(t.TempDir(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	event, err := os.ReadFile("../../events/poke/stream-heads.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user = "0b6e1f7a-5c2d-4a9e-8f3b-6d1c0a2e4b57"
+
+	ev := localevents.New(localevents.Options{Subject: devserver.BearerSubject, Allowed: poke.MaySubscribe})
+	channel := httptest.NewServer(ev)
+	defer func() { ev.Close(); channel.Close() }()
+	device := subscribe(t, channel.URL, user)
+
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	defer failing.Close()
+
+	for _, tc := range []struct {
+		name, url string
+		fails     bool
+	}{{"the Event API up", channel.URL + localevents.PublishPath, false}, {"the Event API down", failing.URL + "/event", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs strings.Builder
+			fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: &logs, Env: []string{"LIVE_PUBLISH_URL=" + tc.url}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fn.Stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			out, err := fn.Invoke(ctx, event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := strings.Contains(string(out), "errorMessage")
+			if failed != tc.fails {
+				t.Fatalf("answer %s, want a failure: %v\n%s", out, tc.fails, logs.String())
+			}
+			if strings.Contains(logs.String(), user) {
+				t.Errorf("the log names the user:\n%s", logs.String())
+			}
+			if tc.fails {
+				return
+			}
+			msg, ok := device.next(2 * time.Second)
+			if !ok || msg.Type != "data" || msg.Event != `{"cursor":"p000000000000002a"}` {
+				t.Fatalf("the device heard %+v %v", msg, ok)
+			}
+			if extra, ok := device.next(200 * time.Millisecond); ok {
+				t.Errorf("a second poke for one batch: %+v", extra)
+			}
+		})
+	}
+}
+
+type heard struct {
+	Type  string `json:"type"`
+	Event string `json:"event"`
+}
+
+type device struct{ c *websocket.Conn }
+
+// subscribe connects to the stand-in as a device of user and subscribes
+// to their channel.
+func subscribe(t *testing.T, base, user string) device {
+	t.Helper()
+	tok := devserver.UnsignedToken(map[string]any{"sub": user})
+	header, _ := json.Marshal(map[string]string{"host": "local", "Authorization": tok})
+	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(base, "http")+localevents.RealtimePath, &websocket.DialOptions{
+		Subprotocols: []string{localevents.Subprotocol, "header-" + base64.RawURLEncoding.EncodeToString(header)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	d := device{c}
+	for _, m := range []map[string]any{
+		{"type": "connection_init"},
+		{"type": "subscribe", "id": "s", "channel": "/users/" + user, "authorization": map[string]string{"Authorization": tok}},
+	} {
+		b, _ := json.Marshal(m)
+		if err := c.Write(context.Background(), websocket.MessageText, b); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := d.next(time.Second); !ok || (got.Type != "connection_ack" && got.Type != "subscribe_success") {
+			t.Fatalf("after %v: %+v", m["type"], got)
+		}
+	}
+	return d
+}
+
+func (d device) next(within time.Duration) (heard, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	_, b, err := d.c.Read(ctx)
+	if err != nil {
+		return heard{}, false
+	}
+	var m heard
+	json.Unmarshal(b, &m) //nolint:errcheck // a bad message fails the expectations
+	return m, true
+}
+
+func TestLocalPublishURLMustBeLocal(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"http://127.0.0.1:3000/event": true, "http://localhost:3000/event": true, "http://host.docker.internal:3000/event": true,
+		"http://sync-events-local:3000/event": true, "http://[::1]:3000/event": true,
+		"https://xyz.appsync-api.us-east-1.amazonaws.com/event": false, "http://example.com/event": false, "ftp://127.0.0.1/event": false, "": false,
+	} {
+		if err := checkLocal(raw); (err == nil) != ok {
+			t.Errorf("checkLocal(%q) = %v, want ok %v", raw, err, ok)
+		}
+	}
+}
