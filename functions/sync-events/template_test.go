@@ -500,3 +500,44 @@ func TestTemplateDynamoDBEndpointIsLocalOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateNumberParametersAreWhatTheFunctionTakes: for each parameter
+// the function reads as a number, the template's AllowedPattern admits a
+// value exactly when config.Load takes it, so that a stack never deploys
+// with a value the function refuses at start (every invocation failing),
+// and no value the function takes is refused at deploy.
+func TestTemplateNumberParametersAreWhatTheFunctionTakes(t *testing.T) {
+	tpl := loadTemplate(t)
+	fn := decode[functionProps](t, tpl.Resources["SyncEventsFunction"].Properties)
+	values := []string{"0", "1", "9", "10", "60", "9999", "10000", "10001", "99999", "100000", "100001", "1000000",
+		"00", "01", "-1", "+1", "1.5", "1e3", " 1", "1 ", "x", ""}
+	checked := 0
+	for env, v := range fn.Environment.Variables {
+		p, ok := tpl.Parameters[v.Value]
+		if v.Tag != "!Ref" || !ok || !strings.HasSuffix(env, "_PER_SECOND") && !strings.HasSuffix(env, "_BURST") {
+			continue
+		}
+		checked++
+		pattern := regexp.MustCompile(p.AllowedPattern)
+		for _, value := range values {
+			_, err := config.Load(func(name string) string {
+				switch name {
+				case env:
+					return value
+				case config.EnvIdempotencyTable, config.EnvEventsTable:
+					return "table"
+				}
+				return ""
+			})
+			// An empty value is the default to the function; CloudFormation
+			// holds a parameter's Default instead.
+			takes := err == nil && value != ""
+			if pattern.MatchString(value) != takes {
+				t.Errorf("%s (%s): the template admits %q: %v; the function takes it: %v (%v)", v.Value, env, value, pattern.MatchString(value), takes, err)
+			}
+		}
+	}
+	if checked != 4 {
+		t.Fatalf("checked %d rate parameters, want 4", checked)
+	}
+}

@@ -157,7 +157,9 @@ func Load(getenv func(string) string) (Config, error) {
 		if v == "" {
 			continue
 		}
-		if n, err := strconv.Atoi(v); err != nil || n < i.min || n > i.max {
+		// Written as a number is, no sign and no leading zero: what the
+		// template's AllowedPatterns admit, so deploy and start-up agree.
+		if n, err := strconv.Atoi(v); err != nil || strconv.Itoa(n) != v || n < i.min || n > i.max {
 			fail(i.name, "%q must be a whole number of %s to %d", v, i.what, i.max)
 		} else {
 			*i.dst = n
