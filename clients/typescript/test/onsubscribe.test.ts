@@ -41,6 +41,32 @@ function onSubscribe(): (ctx: unknown) => void {
   return new Function("util", `${code}\nreturn onSubscribe;`)(util);
 }
 
+/**
+ * What the APPSYNC_JS runtime does not run (its "Supported runtime
+ * features" page: no unary ++, -- or ~, no in operator, no catch, continue,
+ * do-while, finally, C-style for, throw, try, while or labels): AppSync
+ * refuses such code at deploy, which no local run would show.
+ * https://docs.aws.amazon.com/appsync/latest/eventapi/runtime-supported-features.html
+ */
+const UNSUPPORTED: [string, RegExp][] = [
+  ["++ or --", /\+\+|--/],
+  ["~", /~/],
+  ["the in operator", /\sin\s/],
+  ["catch, continue, finally, throw, try or while", /\b(catch|continue|finally|throw|try|while|do)\b/],
+  ["a C-style for", /\bfor\s*\([^)]*;/],
+  ["a label", /^\s*[A-Za-z_$][\w$]*:\s*(for|while|do)\b/m],
+];
+
+it("the template's handler uses only what the APPSYNC_JS runtime supports", () => {
+  const code = templateHandlers()
+    .split("\n")
+    .map((line) => line.replace(/\/\/.*$/, "")) // comments hold prose
+    .join("\n");
+  for (const [what, pattern] of UNSUPPORTED) {
+    assert.doesNotMatch(code, pattern, `the handler uses ${what}`);
+  }
+});
+
 interface Case {
   why: string;
   sub: string;
