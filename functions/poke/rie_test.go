@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestStreamEventUnderTheRuntimeEmulator(t *testing.T) {
 		fails     bool
 	}{{"the Event API up", channel.URL + localevents.PublishPath, false}, {"the Event API down", failing.URL + "/event", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs strings.Builder
+			var logs lockedBuffer // the emulator's output, written by exec's goroutine
 			fn, err := rie.Start(rie.Options{RIE: emulator, Bootstrap: bootstrap, Stdout: &logs, Env: []string{"LIVE_PUBLISH_URL=" + tc.url}})
 			if err != nil {
 				t.Fatal(err)
@@ -84,6 +85,25 @@ func TestStreamEventUnderTheRuntimeEmulator(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a strings.Builder safe to write from one goroutine and
+// read from another.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type heard struct {
