@@ -124,14 +124,14 @@ func (c *Contract) Check(req events.APIGatewayV2HTTPRequest, resp events.APIGate
 		return err
 	}
 	hresp := httpResponse(hreq, resp)
-	item := c.model.Paths.PathItems.GetOrZero(hreq.URL.Path)
+	item := c.pathItem(hreq.URL.Path)
 	if item == nil {
 		return wantRefusal(hreq, resp, http.StatusNotFound, "NOT_FOUND")
 	}
 	// Methods are case-sensitive (RFC 9110, 9.1): "post" is not POST.
 	if _, ok := item.GetOperations().Get(strings.ToLower(hreq.Method)); !ok || hreq.Method != strings.ToUpper(hreq.Method) {
-		if resp.Headers["Allow"] != "GET, POST" {
-			return fmt.Errorf("%s %s: Allow %q, want \"GET, POST\"", hreq.Method, hreq.URL.Path, resp.Headers["Allow"])
+		if want := allow(item); resp.Headers["Allow"] != want {
+			return fmt.Errorf("%s %s: Allow %q, want %q", hreq.Method, hreq.URL.Path, resp.Headers["Allow"], want)
 		}
 		return wantRefusal(hreq, resp, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
 	}
@@ -146,6 +146,45 @@ func (c *Contract) Check(req events.APIGatewayV2HTTPRequest, resp events.APIGate
 		return fmt.Errorf("%s %s: the answer %d %s breaks the document: %s", hreq.Method, hreq.URL.Path, resp.StatusCode, resp.Body, describe(errs))
 	}
 	return nil
+}
+
+// pathItem is the document's path that path is, literally or by its
+// template ({name} takes one non-empty segment), as the function's route
+// table matches paths; nil if none.
+func (c *Contract) pathItem(path string) *v3.PathItem {
+	if item := c.model.Paths.PathItems.GetOrZero(path); item != nil {
+		return item
+	}
+	segs := strings.Split(path, "/")
+	for tmpl, item := range c.model.Paths.PathItems.FromOldest() {
+		t := strings.Split(tmpl, "/")
+		if len(t) != len(segs) {
+			continue
+		}
+		match := true
+		for i := range t {
+			if templated := strings.HasPrefix(t[i], "{") && strings.HasSuffix(t[i], "}"); !(templated && segs[i] != "" || t[i] == segs[i]) {
+				match = false
+				break
+			}
+		}
+		if match {
+			return item
+		}
+	}
+	return nil
+}
+
+// allow is the Allow header of a 405 on item's path: its methods, in the
+// order the route table lists a path's methods.
+func allow(item *v3.PathItem) string {
+	var out []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		if _, ok := item.GetOperations().Get(strings.ToLower(m)); ok {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // wantRefusal checks that a request outside the document was refused with

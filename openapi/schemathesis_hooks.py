@@ -5,7 +5,7 @@ without checking its signature, standing in for API Gateway's JWT
 authorizer; this auth sends such a token with a `sub`. Generated data
 repeats itself (shrinking favours "00000000-..."), while a real client
 sends a fresh Idempotency-Key and event id for each new event, so a POST
-whose key and id are valid gets fresh ones of the same form; an invalid key
+or DELETE whose key and id are valid gets fresh ones of the same form; an invalid key
 or id, which schemathesis generated on purpose, is sent as generated. A
 POST under a key this run already sent is a link's replay of that request
 (openapi.yaml links each 201 to the same request again) and goes as it is.
@@ -54,7 +54,7 @@ SENT_KEYS = set()
 
 @schemathesis.hook
 def before_call(ctx, case, kwargs):
-    if case.method.upper() != "POST":
+    if case.method.upper() not in ("POST", "DELETE"):
         return
     headers = case.headers or {}
     key = headers.get("Idempotency-Key")

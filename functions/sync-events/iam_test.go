@@ -111,6 +111,24 @@ func TestRoleGrantsEveryCallTheHandlerMakes(t *testing.T) {
 	}
 	run(env, "POST", api.EventsPath, "alice", key, first, 201)
 
+	// A space's life: created, a member added and writing, the members
+	// and the space listed and pulled, a member removed.
+	space := uuid.NewString()
+	run(hs, "POST", api.SpacesPath, "alice", uuid.NewString(), `{"id":"`+space+`","name":"Shared"}`, 201)
+	run(hs, "POST", "/api/v1/spaces/"+space+"/members", "alice", uuid.NewString(), `{"member":"bob","role":"writer"}`, 201)
+	_, b = ev()
+	run(hs, "POST", "/api/v1/spaces/"+space+"/events", "bob", uuid.NewString(), b, 201)
+	run(hs, "GET", "/api/v1/spaces/"+space+"/events", "bob", "", "", 200)
+	run(hs, "GET", api.SpacesPath, "bob", "", "", 200)
+	removal := apitest.Request("DELETE", "alice", uuid.NewString(), "")
+	delete(removal.Headers, "content-type")
+	removal.RawPath, removal.RequestContext.HTTP.Path = "/api/v1/spaces/"+space+"/members/bob", "/api/v1/spaces/"+space+"/members/bob"
+	recording.Store(true)
+	if resp := hs.Do(removal); resp.StatusCode != 200 {
+		t.Fatalf("remove: %d %s", resp.StatusCode, resp.Body)
+	}
+	recording.Store(false)
+
 	granted := roleGrants(t)
 	var missing, unused []string
 	for res, actions := range needed {

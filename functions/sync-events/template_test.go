@@ -238,8 +238,9 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"!GetAtt IdempotencyTable.Arn":                              {"dynamodb:PutItem", "dynamodb:GetItem"},
-		"!GetAtt EventsTable.Arn":                                   {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem"},
+		"!GetAtt IdempotencyTable.Arn": {"dynamodb:PutItem", "dynamodb:GetItem"},
+		"!GetAtt EventsTable.Arn": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem",
+			"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:Query"},
 		"!Sub ${EventsTable.Arn}/index/" + eventlog.ByReceivedIndex: {"dynamodb:Query"},
 		"!GetAtt FunctionLogGroup.Arn":                              {"logs:CreateLogStream", "logs:PutLogEvents"},
 		" *":                                                        {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},

@@ -66,7 +66,7 @@ func Event(r *http.Request) (events.APIGatewayV2HTTPRequest, error) {
 	ev := events.APIGatewayV2HTTPRequest{
 		Version:  "2.0",
 		RouteKey: "$default",
-		RawPath:  r.URL.Path,
+		RawPath:  r.URL.EscapedPath(), // as API Gateway hands it: percent-encoded
 		Headers:  map[string]string{},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			AccountID: "000000000000", APIID: "local", Stage: "$default", RouteKey: "$default",

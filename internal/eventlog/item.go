@@ -22,6 +22,8 @@ type eventItem struct {
 	OccurredAt  string `dynamodbav:"occurred_at"`
 	ReceivedAt  string `dynamodbav:"received_at"`
 	Payload     string `dynamodbav:"payload"`
+	// Author is who wrote an event of a space; absent in a user's stream.
+	Author string `dynamodbav:"author,omitempty"`
 }
 
 // eventAttributes are the attributes every event item has, all strings.
@@ -30,7 +32,7 @@ var eventAttributes = []string{"user_id", "event_id", "received_key", "type", "o
 func encodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 	item, err := attributevalue.MarshalMap(eventItem{
 		UserID: ev.UserID, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
-		ReceivedAt: ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout), Payload: string(ev.Payload),
+		ReceivedAt: ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout), Payload: string(ev.Payload), Author: ev.Author,
 	})
 	if err != nil {
 		panic(err) // strings always marshal
@@ -62,7 +64,7 @@ func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", errBadItem, err)
 	}
 	return syncevent.Event{
-		UserID: it.UserID, ID: it.ID, Type: it.Type, OccurredAt: it.OccurredAt,
+		UserID: it.UserID, ID: it.ID, Author: it.Author, Type: it.Type, OccurredAt: it.OccurredAt,
 		ReceivedAt: received, Position: pos, Payload: []byte(it.Payload),
 	}, nil
 }

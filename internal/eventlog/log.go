@@ -68,41 +68,76 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 	if len(evs) == 0 {
 		return errNoEvents
 	}
-	user, n := rec.UserID, uint64(len(evs))
-	h := l.heads.get(user)
+	stream := evs[0].UserID
+	var g *guard
+	if IsSpaceStream(stream) {
+		var err error
+		if g, err = l.spaceGuard(ctx, stream, rec.UserID, evs); err != nil {
+			return err
+		}
+	} else if stream != rec.UserID {
+		return errOtherStream
+	}
+	extra := g.count()
+	n := uint64(len(evs))
+	h := l.heads.get(stream)
+	if g != nil && g.newStream {
+		h = head{}
+	}
 	for attempt := 1; ; attempt++ {
 		bucket, wait, ok := l.changes.Take(h.bucket, now)
 		if !ok {
 			return rateLimited(wait)
 		}
-		writes := make([]types.TransactWriteItem, 0, len(evs)+1)
+		// The guard's writes first: a backend that reports only the first
+		// failed condition reports a refusal before a moved head.
+		writes := make([]types.TransactWriteItem, 0, extra+len(evs)+1)
+		if g != nil {
+			writes = append(writes, g.writes...)
+		}
 		for i, ev := range evs {
+			if ev.UserID != stream {
+				return errOtherStream
+			}
 			ev.Position = syncevent.At(h.seq + uint64(i) + 1)
+			if g != nil {
+				ev.Author = rec.UserID
+			}
 			writes = append(writes, l.putNew(ev))
 		}
 		next := head{seq: h.seq + n, bucket: bucket}
-		writes = append(writes, l.advanceHead(user, h.seq, next))
+		writes = append(writes, l.advanceHead(stream, h.seq, next))
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
 		if !errors.As(err, &failed) {
 			if err == nil {
-				l.heads.put(user, next)
+				l.heads.put(stream, next)
 			}
 			return classify(err)
 		}
-		headItem, eventsFailed := splitHeadFailure(failed, len(evs))
+		if first, ok := g.firstFailed(failed.Indexes); ok {
+			return l.refusal(ctx, g, first, stream, rec.UserID)
+		}
+		headItem, eventsFailed := splitHeadFailure(failed, extra, len(evs))
 		if eventsFailed != nil {
 			return &idempotency.WriteConditionError{Indexes: eventsFailed}
 		}
-		if attempt == maxHeadAttempts {
-			return fmt.Errorf("%w: the head of the user's events kept moving", idempotency.ErrTransactionConflict)
+		if g != nil && g.newStream {
+			return ErrSpaceExists
 		}
-		if h, err = l.realHead(ctx, user, headItem); err != nil {
+		if attempt == maxHeadAttempts {
+			return fmt.Errorf("%w: the head of the stream kept moving", idempotency.ErrTransactionConflict)
+		}
+		if h, err = l.realHead(ctx, stream, headItem); err != nil {
 			return err
 		}
-		l.heads.put(user, h)
+		l.heads.put(stream, h)
 	}
 }
+
+// errOtherStream refuses events of a stream that is neither the caller's
+// own nor a space's, or of several streams in one commit.
+var errOtherStream = errors.New("eventlog: a commit's events are of the caller's own stream or of one space")
 
 // ErrRateLimited is the answer to a commit over the user's rate; its
 // RetryAfter says when the next token comes.
@@ -160,14 +195,16 @@ func (l *Log) advanceHead(userID string, from uint64, next head) types.TransactW
 	return types.TransactWriteItem{Put: put}
 }
 
-// splitHeadFailure separates the failed head (write headIndex; its item,
-// if the backend returned it) from failed events.
-func splitHeadFailure(f *dynamodbstore.ConditionFailedError, headIndex int) (headItem map[string]types.AttributeValue, events []int) {
+// splitHeadFailure separates the failed head (the write after the guard's
+// extra writes and the n events; its item, if the backend returned it)
+// from failed events, whose indexes it gives into the events.
+func splitHeadFailure(f *dynamodbstore.ConditionFailedError, extra, n int) (headItem map[string]types.AttributeValue, events []int) {
 	for i, ix := range f.Indexes {
-		if ix == headIndex {
+		switch {
+		case ix == extra+n:
 			headItem = f.Items[i]
-		} else {
-			events = append(events, ix)
+		case ix >= extra:
+			events = append(events, ix-extra)
 		}
 	}
 	return headItem, events

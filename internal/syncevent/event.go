@@ -8,6 +8,7 @@ package syncevent
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -26,9 +27,17 @@ const MaxTypeLen = 64
 // it): fixed width, so that timestamps sort as strings in time order.
 const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
-// Event is one stored event of one user.
+// ReservedTypePrefix begins the types of the events the service writes
+// itself (a space's membership changes); no client event may have one.
+const ReservedTypePrefix = "space."
+
+// Event is one stored event of one stream: a user's own, or a space's.
 type Event struct {
-	UserID     string
+	// UserID is the stream the event belongs to: the user's id, or a
+	// space's stream id (package eventlog).
+	UserID string
+	// Author is who wrote an event of a space; empty in a user's own stream.
+	Author     string
 	ID         string
 	Type       string
 	OccurredAt string
@@ -101,6 +110,8 @@ func Read(canonical []byte) (Event, errcode.FieldErrors) {
 	if s, ok := stringField(w.Type, "type", add); ok {
 		if n := utf8.RuneCountInString(s); n < 1 || n > MaxTypeLen {
 			add("type", fmt.Sprintf("must be 1 to %d characters long, got %d", MaxTypeLen, n))
+		} else if strings.HasPrefix(s, ReservedTypePrefix) {
+			add("type", fmt.Sprintf("types beginning with %q are the service's own", ReservedTypePrefix))
 		} else {
 			ev.Type = s
 		}
@@ -177,6 +188,7 @@ type Created struct {
 // Listed is one event in a GET page.
 type Listed struct {
 	Created
+	Author  string         `json:"author,omitempty"`
 	Payload jsontext.Value `json:"payload"`
 }
 
@@ -196,5 +208,5 @@ func (ev Event) Created() Created {
 
 // Listing is ev as a GET page shows it.
 func (ev Event) Listing() Listed {
-	return Listed{Created: ev.Created(), Payload: ev.Payload}
+	return Listed{Created: ev.Created(), Author: ev.Author, Payload: ev.Payload}
 }

@@ -129,16 +129,31 @@ function parse(text: string): unknown {
   }
 }
 
-/** The events resource under baseUrl (with or without a trailing slash). */
-export function eventsURL(baseUrl: string): URL {
-  return apiURL(baseUrl, "api/v1/sync/events");
+/**
+ * The events resource under baseUrl (with or without a trailing slash): the
+ * caller's own, or the space's whose id is space.
+ */
+export function eventsURL(baseUrl: string, space?: string): URL {
+  return apiURL(baseUrl, space === undefined ? "api/v1/sync/events" : `${spacePath(space)}/events`);
 }
 
-/** The batch endpoint under baseUrl. */
-export function batchURL(baseUrl: string): URL {
-  return apiURL(baseUrl, "api/v1/sync/events/batch");
+/** The batch endpoint under baseUrl: the caller's own, or the space's. */
+export function batchURL(baseUrl: string, space?: string): URL {
+  return apiURL(baseUrl, space === undefined ? "api/v1/sync/events/batch" : `${spacePath(space)}/events/batch`);
 }
 
-function apiURL(baseUrl: string, path: string): URL {
+/** The spaces resource under baseUrl, or a path under one space's (e.g. "members/<sub>", already encoded). */
+export function spacesURL(baseUrl: string, space?: string, path?: string): URL {
+  if (space === undefined) {
+    return apiURL(baseUrl, "api/v1/spaces");
+  }
+  return apiURL(baseUrl, path === undefined ? spacePath(space) : `${spacePath(space)}/${path}`);
+}
+
+function spacePath(space: string): string {
+  return `api/v1/spaces/${encodeURIComponent(space)}`;
+}
+
+export function apiURL(baseUrl: string, path: string): URL {
   return new URL(path, baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`);
 }

@@ -5,6 +5,14 @@ import type { ErrorBody, ListedEvent, Page } from "./types.js";
 export interface PullOptions {
   baseUrl: string;
   getToken: () => string | Promise<string>;
+  /**
+   * The id of a space to read the events of (GET /api/v1/spaces/{space}/events),
+   * whose events carry their `author`; the caller's own events if absent. A
+   * cursor is its stream's: keep a space's apart from the user's own. A
+   * caller who is no member of the space (or no longer) is refused with a
+   * PullError of status 403 (SPACE_NOT_MEMBER).
+   */
+  space?: string;
   /** Where to start: the cursor kept from the last pull; from the first event if absent. */
   cursor?: string;
   /**
@@ -72,7 +80,7 @@ export class EventPull implements AsyncIterable<ListedEvent> {
     const r = retrier(this.#o.retry);
     const f = this.#o.fetch ?? globalThis.fetch.bind(globalThis);
     for (;;) {
-      const url = eventsURL(this.#o.baseUrl);
+      const url = eventsURL(this.#o.baseUrl, this.#o.space);
       if (this.#cursor !== undefined) {
         url.searchParams.set("cursor", this.#cursor);
       }

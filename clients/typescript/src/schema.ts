@@ -85,6 +85,179 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/spaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The spaces the caller is a member of
+         * @description Every space the caller is a member of, with the caller's role in
+         *     each, sorted by id: at most 100 (a user's limit), so in one answer,
+         *     with no cursor.
+         */
+        get: operations["listSpaces"];
+        put?: never;
+        /**
+         * Create a space, exactly once per Idempotency-Key
+         * @description Creates a space with the id the client chose, the caller its only
+         *     member and owner, and answers 201 with the space and the caller's
+         *     role. The space's stream begins with an event of the reserved type
+         *     `space.created`, payload `{"name": …}`, whose `author` is the
+         *     caller. A retry with the same key and the same body gets the same
+         *     201, byte for byte, with `Idempotent-Replayed: true`; the same key
+         *     with another body gets the 409
+         *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`. Since the client
+         *     chooses the id, a create sent again under another key names the
+         *     same space and gets the 409 `SPACE_ALREADY_EXISTS`.
+         *
+         *     Limits: a user is a member of at most 100 spaces, a space has at
+         *     most 100 members.
+         */
+        post: operations["createSpace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{spaceId}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a member to a space, exactly once per Idempotency-Key
+         * @description An owner adds a user to the space with a role, and the answer is
+         *     201 with the new member. The change commits with an event of the
+         *     reserved type `space.member_added`, payload
+         *     `{"member": sub, "role": role}`, at the space's next position in
+         *     its stream, whose `author` is the caller. From that commit on, the
+         *     new member reads the space, and writes to it if their role allows.
+         *     A retry with the same key and the same body gets the same 201,
+         *     byte for byte, with `Idempotent-Replayed: true`; the same key with
+         *     another body gets the 409
+         *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+         *
+         *     Limits: a space has at most 100 members, and a user is a member of
+         *     at most 100 spaces.
+         */
+        post: operations["addSpaceMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{spaceId}/members/{memberId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a member from a space, or leave it, exactly once per Idempotency-Key
+         * @description An owner removes a member (another owner too), or any member,
+         *     whatever their role, leaves the space by naming their own `sub`;
+         *     the answer is 200. The last owner may neither leave nor be removed.
+         *     The change commits with an event of the reserved type
+         *     `space.member_removed`, payload `{"member": sub, "role": the role
+         *     they had}`, at the space's next position in its stream, whose
+         *     `author` is the caller. Every write to a space checks the writer's
+         *     role in the same DynamoDB transaction as its events, so no write
+         *     of the removed member commits after the removal: each commits
+         *     before it, or is refused with 403 `SPACE_NOT_MEMBER`.
+         *
+         *     Send no body and no Content-Type. A retry with the same key gets
+         *     the same 200, byte for byte, with `Idempotent-Replayed: true`; the
+         *     same key sent for another space or member gets the 409
+         *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+         */
+        delete: operations["removeSpaceMember"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{spaceId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A space's events in the order they were committed
+         * @description As GET /api/v1/sync/events, for the space's stream: the same pages,
+         *     `cursor`, `limit`, `hasMore` and `nextCursor`, and the same
+         *     guarantee from any cursor the API gave for this space. Every
+         *     member reads, whatever their role. Each event has `author`: the
+         *     `sub` of who wrote it.
+         *
+         *     Membership changes are in the stream, in commit order with the
+         *     events, as events the service writes with reserved types, their
+         *     `author` the member who made the change: `space.created` (payload
+         *     `{"name": …}`) first, `space.member_added` (payload
+         *     `{"member": sub, "role": role}`) and `space.member_removed`
+         *     (payload `{"member": sub, "role": the role they had}`).
+         */
+        get: operations["listSpaceEvents"];
+        put?: never;
+        /**
+         * Store one event in a space, exactly once per Idempotency-Key
+         * @description As POST /api/v1/sync/events, in the space's stream: the same body,
+         *     answers, replay and limits. Writers and owners write; a reader is
+         *     refused with 403 `SPACE_ROLE_FORBIDS`. The caller's role is checked
+         *     in the same DynamoDB transaction as the event is written, so no
+         *     write of a member commits after their removal. Members read the
+         *     event with `author` set to the caller.
+         */
+        post: operations["postSpaceEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/spaces/{spaceId}/events/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a batch of events in a space, all or none, exactly once per Idempotency-Key
+         * @description As POST /api/v1/sync/events/batch, in the space's stream: the same
+         *     body, answers, replay and limits, all of the events or none, but for
+         *     one: a batch holds at most 97 events, one fewer, since the caller's
+         *     role check is one more of the transaction's 100 actions (98 are
+         *     refused with 400 `VALIDATION_FAILED` on field `events`). Writers
+         *     and owners write; a reader is refused with 403
+         *     `SPACE_ROLE_FORBIDS`. The caller's role is checked in the same
+         *     DynamoDB transaction as the events are written, so no write of a
+         *     member commits after their removal. Members read the events with
+         *     `author` set to the caller.
+         */
+        post: operations["postSpaceEvents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -93,7 +266,7 @@ export interface components {
          * @description The closed list of codes a client can branch on.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "RATE_LIMITED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_ALREADY_EXISTS" | "USER_STORAGE_FULL" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_ALREADY_EXISTS" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
         Error: {
             error: components["schemas"]["ErrorCode"];
             /** @description A sentence for a person; not for branching on. */
@@ -149,6 +322,13 @@ export interface components {
         };
         NewEvent: {
             id: components["schemas"]["EventId"];
+            /**
+             * @description 1 to 64 characters. Types beginning with `space.` are reserved
+             *     for the events the service writes itself (a space's membership
+             *     changes): an event of such a type is refused with 400
+             *     `VALIDATION_FAILED` on field `type`, in the caller's own stream
+             *     as in a space's.
+             */
             type: components["schemas"]["EventType"];
             occurredAt: components["schemas"]["OccurredAt"];
             payload: components["schemas"]["Payload"];
@@ -172,12 +352,19 @@ export interface components {
             type: components["schemas"]["EventType"];
             occurredAt: components["schemas"]["OccurredAt"];
             receivedAt: components["schemas"]["ReceivedAt"];
+            /**
+             * @description Who wrote the event, the `sub` of its caller: present on the
+             *     events of a space (for a `space.` event, who made the change),
+             *     absent from the caller's own.
+             */
+            author?: string;
             payload: components["schemas"]["Payload"];
         };
         /**
-         * @description A position in the caller's commit order: "p" and a sequence number
-         *     in 16 hexadecimal digits, or, for a cursor handed out before
-         *     sequence numbers, 32 base64url characters starting "AAA".
+         * @description A position in a stream's commit order (the caller's own, or a
+         *     space's): "p" and a sequence number in 16 hexadecimal digits, or,
+         *     for a cursor handed out before sequence numbers, 32 base64url
+         *     characters starting "AAA".
          */
         Cursor: string;
         Page: {
@@ -189,13 +376,63 @@ export interface components {
             /** @description The cursor when more pages follow now; null otherwise. */
             nextCursor: string | null;
         };
+        /**
+         * Format: uuid
+         * @description A space's id: a UUID in canonical 8-4-4-4-12 form, in lowercase (an
+         *     id with capitals is refused), chosen by the client that creates the
+         *     space, so that a retried create names the same space.
+         */
+        SpaceId: string;
+        /** @description 1 to 100 characters. */
+        SpaceName: string;
+        /** @description A user, named by their token's `sub`; 1 to 256 characters, not beginning with `space#`. */
+        MemberId: string;
+        /**
+         * @description A member's role in a space. Every member reads the space's events;
+         *     a writer also writes events; an owner also writes events, adds
+         *     members and removes them.
+         * @enum {string}
+         */
+        Role: "owner" | "writer" | "reader";
+        NewSpace: {
+            id: components["schemas"]["SpaceId"];
+            name: components["schemas"]["SpaceName"];
+        };
+        /** @description A space the caller is a member of, and the caller's role in it. */
+        Space: {
+            id: components["schemas"]["SpaceId"];
+            name: components["schemas"]["SpaceName"];
+            role: components["schemas"]["Role"];
+        };
+        SpaceList: {
+            /** @description Every space the caller is a member of, sorted by id. */
+            spaces: components["schemas"]["Space"][];
+        };
+        NewMember: {
+            member: components["schemas"]["MemberId"];
+            role: components["schemas"]["Role"];
+        };
+        /** @description A member of a space and their role. */
+        Member: {
+            space: components["schemas"]["SpaceId"];
+            member: components["schemas"]["MemberId"];
+            role: components["schemas"]["Role"];
+        };
+        /** @description A member removed from a space, or who left it. */
+        RemovedMember: {
+            space: components["schemas"]["SpaceId"];
+            member: components["schemas"]["MemberId"];
+            /** @constant */
+            removed: true;
+        };
     };
     responses: {
         /**
          * @description The request was refused before anything was done: a missing or
          *     malformed Idempotency-Key, a body that is not I-JSON, an invalid
-         *     event (`details` lists each field), a bad `limit` or `cursor`.
-         *     Nothing was stored; fix the request before sending it again.
+         *     event (`details` lists each field), a bad `limit` or `cursor`, a
+         *     bad `spaceId`, space or member. Nothing was stored; fix the request
+         *     before sending it again.
          */
         ValidationFailed: {
             headers: {
@@ -218,8 +455,39 @@ export interface components {
                 "application/json": components["schemas"]["Error"] | components["schemas"]["GatewayMessage"];
             };
         };
-        /** @description The token's `sub` is over 2,048 bytes or not UTF-8 (`CALLER_ID_UNSUPPORTED`). */
+        /** @description The token's `sub` is over 2,048 bytes, not UTF-8, or begins with `space#` (`CALLER_ID_UNSUPPORTED`). */
         CallerIdUnsupported: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Nothing was done or recorded. `SPACE_NOT_MEMBER`: the caller is not
+         *     a member of the space, or there is no such space (the two are not
+         *     told apart). `SPACE_ROLE_FORBIDS`: the caller's role does not allow
+         *     this: writing events takes a writer or an owner, adding a member or
+         *     removing another takes an owner. `CALLER_ID_UNSUPPORTED`: the
+         *     token's `sub` is over 2,048 bytes, not UTF-8, or begins with
+         *     `space#`.
+         */
+        SpaceForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description `SPACE_NOT_MEMBER`: the caller is not a member of the space, or
+         *     there is no such space (the two are not told apart); every member,
+         *     whatever their role, reads. `CALLER_ID_UNSUPPORTED`: the token's
+         *     `sub` is over 2,048 bytes, not UTF-8, or begins with `space#`.
+         */
+        SpaceReadForbidden: {
             headers: {
                 [name: string]: unknown;
             };
@@ -247,9 +515,10 @@ export interface components {
         };
         /**
          * @description Too many requests; this request was not carried out. Either this caller
-         *     went over their own rate (`RATE_LIMITED`, with `Retry-After`: each
-         *     user's mutations are limited across the whole service, their reads
-         *     per execution environment), or API Gateway's stage throttling refused
+         *     went over their own rate, or the space over its own (`RATE_LIMITED`,
+         *     with `Retry-After`: the mutations of each user's own stream, and of
+         *     each space, are limited across the whole service, a user's reads per
+         *     execution environment), or API Gateway's stage throttling refused
          *     the request before the function ran (its own `{"message": …}`, no
          *     code). Retry with the same key after `Retry-After` seconds, or after
          *     a backoff.
@@ -296,9 +565,29 @@ export interface components {
          *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
          *     String as draft-ietf-httpapi-idempotency-key-header defines it
          *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
-         *     Exactly one header, one value.
+         *     Exactly one header, one value. A key is bound to the method and
+         *     route it was first sent with, path parameters filled in: sent with
+         *     another (another space, another member), it is answered 409
+         *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
          */
         IdempotencyKey: string;
+        /**
+         * @description The most events a page holds.
+         * @example 20
+         */
+        Limit: number;
+        /**
+         * @description A `cursor` (or `nextCursor`) this API returned for the same stream;
+         *     the page starts just after the event it names. Opaque to clients,
+         *     but every string of this pattern is a position, so none is refused.
+         * @example p0000000000000000
+         */
+        Cursor: components["schemas"]["Cursor"];
+        /**
+         * @description The space's id.
+         * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+         */
+        SpaceId: components["schemas"]["SpaceId"];
     };
     requestBodies: never;
     headers: {
@@ -318,14 +607,14 @@ export interface operations {
                  * @description The most events a page holds.
                  * @example 20
                  */
-                limit?: number;
+                limit?: components["parameters"]["Limit"];
                 /**
-                 * @description A `cursor` (or `nextCursor`) this API returned; the page starts
-                 *     just after the event it names. Opaque to clients, but every
-                 *     string of this pattern is a position, so none is refused.
+                 * @description A `cursor` (or `nextCursor`) this API returned for the same stream;
+                 *     the page starts just after the event it names. Opaque to clients,
+                 *     but every string of this pattern is a position, so none is refused.
                  * @example p0000000000000000
                  */
-                cursor?: components["schemas"]["Cursor"];
+                cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
             path?: never;
@@ -360,7 +649,10 @@ export interface operations {
                  *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
                  *     String as draft-ietf-httpapi-idempotency-key-header defines it
                  *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
-                 *     Exactly one header, one value.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -419,7 +711,10 @@ export interface operations {
                  *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
                  *     String as draft-ietf-httpapi-idempotency-key-header defines it
                  *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
-                 *     Exactly one header, one value.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
             };
@@ -450,6 +745,426 @@ export interface operations {
              *     with another body. `EVENT_ALREADY_EXISTS`: `details.ids` are stored
              *     already; nothing of the batch was stored. `USER_STORAGE_FULL`:
              *     nothing was stored and retrying will not help.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSpaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's spaces. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SpaceList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CallerIdUnsupported"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSpace: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSpace"];
+            };
+        };
+        responses: {
+            /** @description Created now, or (with `Idempotent-Replayed`) created by an earlier request with this key. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Space"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CallerIdUnsupported"];
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the key was used
+             *     with another body (a client bug: do not retry).
+             *     `SPACE_ALREADY_EXISTS`: a space with this id exists (created by
+             *     an earlier request under another key, or by someone else).
+             *     `USER_SPACES_LIMIT`: the caller is a member of 100 spaces already.
+             *     `USER_STORAGE_FULL`: the caller's stored items have reached the
+             *     storage limit. Nothing was created.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    addSpaceMember: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The space's id.
+                 * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+                 */
+                spaceId: components["parameters"]["SpaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewMember"];
+            };
+        };
+        responses: {
+            /** @description Added now, or (with `Idempotent-Replayed`) added by an earlier request with this key. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Member"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SpaceForbidden"];
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the key was used
+             *     with another body (a client bug: do not retry).
+             *     `SPACE_ALREADY_MEMBER`: the user is a member of the space already
+             *     (whatever their role). `SPACE_MEMBERS_LIMIT`: the space has 100
+             *     members. `USER_SPACES_LIMIT`: the user being added is a member of
+             *     100 spaces. `USER_STORAGE_FULL`: the space's or that user's
+             *     stored items have reached the storage limit. Nothing was changed.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeSpaceMember: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The space's id.
+                 * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+                 */
+                spaceId: components["parameters"]["SpaceId"];
+                /**
+                 * @description The member's `sub`, percent-encoded as a path segment
+                 *     (`auth0|65a1f0c2` is sent as `auth0%7C65a1f0c2`). The caller's own
+                 *     `sub` to leave the space.
+                 * @example google-oauth2|104938271650938271650
+                 */
+                memberId: components["schemas"]["MemberId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed now, or (with `Idempotent-Replayed`) removed by an earlier request with this key. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemovedMember"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SpaceForbidden"];
+            /** @description `SPACE_NO_SUCH_MEMBER`: `memberId` names no member of the space. Nothing was changed. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the key was used
+             *     for another request (a client bug: do not retry).
+             *     `SPACE_LAST_OWNER`: the member is the space's last owner, who may
+             *     neither leave nor be removed; make another member an owner
+             *     first. `USER_STORAGE_FULL`: the space's stored items have reached
+             *     the storage limit. Nothing was changed.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSpaceEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The most events a page holds.
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description A `cursor` (or `nextCursor`) this API returned for the same stream;
+                 *     the page starts just after the event it names. Opaque to clients,
+                 *     but every string of this pattern is a position, so none is refused.
+                 * @example p0000000000000000
+                 */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The space's id.
+                 * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+                 */
+                spaceId: components["parameters"]["SpaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the space's events. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SpaceReadForbidden"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    postSpaceEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The space's id.
+                 * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+                 */
+                spaceId: components["parameters"]["SpaceId"];
+            };
+            cookie?: never;
+        };
+        /** @description The event, as Content-Type application/json (a charset only if utf-8; anything else is a 415). */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewEvent"];
+            };
+        };
+        responses: {
+            /** @description Stored now, or (with `Idempotent-Replayed`) stored by an earlier request with this key. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredEvent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SpaceForbidden"];
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the key was used
+             *     with another body (a client bug: do not retry).
+             *     `EVENT_ALREADY_EXISTS`: an event with this id is stored in the
+             *     space, under another key (the event is safe). `USER_STORAGE_FULL`:
+             *     the space's stored items have reached the storage limit; nothing
+             *     was stored and retrying will not help.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    postSpaceEvents: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The space's id.
+                 * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+                 */
+                spaceId: components["parameters"]["SpaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewBatch"] & {
+                    events?: unknown[];
+                };
+            };
+        };
+        responses: {
+            /** @description Stored now, or (with `Idempotent-Replayed`) stored by an earlier request with this key. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredBatch"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SpaceForbidden"];
+            /**
+             * @description `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the key was used
+             *     with another body. `EVENT_ALREADY_EXISTS`: `details.ids` are stored
+             *     in the space already; nothing of the batch was stored.
+             *     `USER_STORAGE_FULL`: the space's stored items have reached the
+             *     storage limit; nothing was stored and retrying will not help.
              */
             409: {
                 headers: {

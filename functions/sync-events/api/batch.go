@@ -51,13 +51,21 @@ type batchCreated struct {
 // postBatch is the batch's mutation: 1 to MaxBatchEvents events, stored in
 // the order sent, all in one transaction with the ledger record, or none.
 func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
-	evs, err := parseBatch(r.Body, h.maxBodyBytes)
+	st, err := stream(r)
+	if err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
+	}
+	most := MaxBatchEvents
+	if st != r.User {
+		most = MaxSpaceBatchEvents
+	}
+	evs, err := parseBatch(r.Body, h.maxBodyBytes, most)
 	if err != nil {
 		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
 	ids := make([]string, len(evs))
 	for i := range evs {
-		evs[i].UserID, ids[i] = r.User, evs[i].ID
+		evs[i].UserID, ids[i] = st, evs[i].ID
 	}
 	return mutation.Plan[syncevent.Event]{
 		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
@@ -75,7 +83,7 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 				Writes:   evs,
 			}, nil
 		},
-		Rejected: func(ctx context.Context, failed []int) error { return h.alreadyStored(ctx, r.User, ids, failed) },
+		Rejected: func(ctx context.Context, failed []int) error { return h.alreadyStored(ctx, st, ids, failed) },
 	}, len(evs), nil
 }
 
@@ -83,8 +91,8 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 // already: details name every one of them, read back (a backend may report
 // only the first failed condition), so that the client can drop them all
 // and send the rest under a new key.
-func (h *Handler) alreadyStored(ctx context.Context, user string, ids []string, failed []int) error {
-	stored, err := h.events.Stored(ctx, user, ids)
+func (h *Handler) alreadyStored(ctx context.Context, stream string, ids []string, failed []int) error {
+	stored, err := h.events.Stored(ctx, stream, ids)
 	if err != nil {
 		return err
 	}
@@ -99,16 +107,16 @@ func (h *Handler) alreadyStored(ctx context.Context, user string, ids []string, 
 }
 
 // parseBatch reads a batch body: an object whose one member, events, holds
-// 1 to MaxBatchEvents events, each read as the single endpoint reads one
+// 1 to most events, each read as the single endpoint reads one
 // and at most eventLimit bytes, no two with one id. Every bad event is
 // named, by index and field, in one 400.
-func parseBatch(body []byte, eventLimit int) ([]syncevent.Event, error) {
+func parseBatch(body []byte, eventLimit, most int) ([]syncevent.Event, error) {
 	var b batchBody
 	if err := json.Unmarshal(body, &b, json.RejectUnknownMembers(true)); err != nil || b.Events == nil {
 		return nil, errcode.Invalid(`Invalid batch: the body must be an object with one member, "events", an array of events`, errcode.Field{Field: "body"})
 	}
-	if n := len(b.Events); n < 1 || n > MaxBatchEvents {
-		return nil, errcode.Invalid(fmt.Sprintf("Invalid batch: it must hold 1 to %d events, got %d", MaxBatchEvents, n), errcode.Field{Field: "events"})
+	if n := len(b.Events); n < 1 || n > most {
+		return nil, errcode.Invalid(fmt.Sprintf("Invalid batch: it must hold 1 to %d events, got %d", most, n), errcode.Field{Field: "events"})
 	}
 	evs := make([]syncevent.Event, len(b.Events))
 	var bad errcode.IndexedFieldErrors

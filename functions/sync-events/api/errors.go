@@ -8,6 +8,7 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
+	"github.com/sync-events/sync-events/internal/eventlog"
 )
 
 // The API's own refusals; every other answer is worded by package mutation
@@ -16,7 +17,7 @@ import (
 var (
 	errNotFound            = errcode.New(errcode.NotFound, "No such route")
 	errCallerIDUnsupported = errcode.New(errcode.CallerIDUnsupported,
-		fmt.Sprintf("The token's sub claim is not a user id this service can store (at most %d bytes of UTF-8)", dynamodbstore.MaxPartitionKeyBytes))
+		fmt.Sprintf("The token's sub claim is not a user id this service can store (at most %d bytes of UTF-8, not beginning with %q)", dynamodbstore.MaxPartitionKeyBytes, "space#"))
 )
 
 func methodNotAllowed(methods []string) *errcode.Error {
@@ -33,7 +34,7 @@ func user(r *mutation.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) {
+	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) || eventlog.IsSpaceStream(sub) {
 		return "", errCallerIDUnsupported
 	}
 	return sub, nil

@@ -35,7 +35,9 @@ func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 	if err != nil {
 		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
-	ev.UserID = r.User
+	if ev.UserID, err = stream(r); err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
+	}
 	return mutation.Plan[syncevent.Event]{
 		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
 			ev.ReceivedAt = now.Truncate(time.Millisecond)
@@ -50,22 +52,34 @@ func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 
 // listEvents is GET: a page of the caller's events after the cursor.
 func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := r.RequestContext.HTTP.Method
 	user, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
 	if err != nil {
-		return h.fail(err, method)
+		return h.fail(err, r.RequestContext.HTTP.Method)
 	}
+	return h.page(ctx, r, user, user, nil)
+}
+
+// page answers a page of stream's events after the request's cursor, read
+// by caller (whose reads the limit counts), once allowed (if set) says
+// the caller may read stream.
+func (h *Handler) page(ctx context.Context, r *request, caller, stream string, allowed func(context.Context) error) (events.APIGatewayV2HTTPResponse, outcome) {
+	method := r.RequestContext.HTTP.Method
 	limit, after, err := pageParams(r.QueryStringParameters)
 	if err != nil {
 		return h.fail(err, method)
 	}
-	if wait, ok := h.reads.Take(user, time.Now()); !ok {
+	if wait, ok := h.reads.Take(caller, time.Now()); !ok {
 		return h.fail(readsLimited(wait), method)
+	}
+	if allowed != nil {
+		if err := allowed(ctx); err != nil {
+			return h.fail(err, method)
+		}
 	}
 	p := newPage(limit, MaxPageResponseBytes, after)
 	// One more than the page holds is read, so that the last page is
 	// known to be last.
-	for ev, err := range h.events.Read(ctx, user, after, limit+1) {
+	for ev, err := range h.events.Read(ctx, stream, after, limit+1) {
 		if err != nil {
 			return h.fail(err, method)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -40,6 +41,11 @@ type EventReader interface {
 	// Stored returns those of ids that userID has stored, reading with
 	// strong consistency.
 	Stored(ctx context.Context, userID string, ids []string) ([]string, error)
+	// Role is user's role in the space of stream; found is false when
+	// they are not a member.
+	Role(ctx context.Context, stream, user string) (role string, found bool, _ error)
+	// Spaces lists user's spaces with their role.
+	Spaces(ctx context.Context, user string) ([]eventlog.SpaceListing, error)
 }
 
 // Handler answers the function's API Gateway requests.

@@ -45,6 +45,13 @@ var routes = []route{
 	{method: http.MethodGet, pattern: EventsPath, read: (*Handler).listEvents},
 	{method: http.MethodPost, pattern: EventsPath, mutate: postEvent},
 	{method: http.MethodPost, pattern: BatchPath, mutate: postBatch, maxBody: MaxBatchBodyBytes},
+	{method: http.MethodGet, pattern: SpacesPath, read: (*Handler).listSpaces},
+	{method: http.MethodPost, pattern: SpacesPath, mutate: createSpace},
+	{method: http.MethodPost, pattern: SpaceMembersPath, mutate: addMember},
+	{method: http.MethodDelete, pattern: SpaceMemberPath, mutate: removeMember},
+	{method: http.MethodGet, pattern: SpaceEventsPath, read: (*Handler).listSpaceEvents},
+	{method: http.MethodPost, pattern: SpaceEventsPath, mutate: postEvent},
+	{method: http.MethodPost, pattern: SpaceBatchPath, mutate: postBatch, maxBody: MaxBatchBodyBytes},
 }
 
 // Routes lists, as "METHOD pattern", what the handler answers with

@@ -44,7 +44,17 @@ type Output struct {
 // CONFLICT is never answered.
 var envelope = mutation.Options{
 	User:     user,
-	Statuses: map[errcode.Code]int{errcode.Conflict: 0},
+	Statuses: statuses(),
+}
+
+// statuses are the API's own codes' statuses: the spaces', and no
+// CONFLICT.
+func statuses() map[errcode.Code]int {
+	s := map[errcode.Code]int{errcode.Conflict: 0}
+	for c, st := range spaceStatuses {
+		s[c] = st
+	}
+	return s
 }
 
 // maxReadLimitUsers bounds the users whose reads an environment counts:

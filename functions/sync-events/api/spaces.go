@@ -1,0 +1,230 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/go-json-experiment/json"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/mutation"
+	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// The spaces' routes.
+const (
+	SpacesPath          = "/api/v1/spaces"
+	SpacePath           = SpacesPath + "/{spaceId}"
+	SpaceMembersPath    = SpacePath + "/members"
+	SpaceMemberPath     = SpaceMembersPath + "/{memberId}"
+	SpaceEventsPath     = SpacePath + "/events"
+	SpaceBatchPath      = SpaceEventsPath + "/batch"
+	maxSpaceNameLen     = 100
+	maxMemberLen        = 256
+	MaxSpaceBatchEvents = MaxBatchEvents - 1 // the caller's role check is one more action
+)
+
+// spaceStatuses are the statuses of the spaces' own codes.
+var spaceStatuses = map[errcode.Code]int{
+	eventlog.ErrSpaceExists.Code:   http.StatusConflict,
+	eventlog.ErrSpacesLimit.Code:   http.StatusConflict,
+	eventlog.ErrNotMember.Code:     http.StatusForbidden,
+	eventlog.ErrRoleForbids.Code:   http.StatusForbidden,
+	eventlog.ErrAlreadyMember.Code: http.StatusConflict,
+	eventlog.ErrMembersLimit.Code:  http.StatusConflict,
+	eventlog.ErrNoSuchMember.Code:  http.StatusNotFound,
+	eventlog.ErrLastOwner.Code:     http.StatusConflict,
+}
+
+var errBadSpaceID = errcode.Invalid("spaceId is not a space id: a UUID", errcode.Field{Field: "spaceId"})
+
+// stream is where r's events go: the space its path names, or the caller's
+// own stream.
+func stream(r *mutation.Request) (string, error) {
+	id, ok := r.PathParams["spaceId"]
+	if !ok {
+		return r.User, nil
+	}
+	return spaceStream(id)
+}
+
+func spaceStream(id string) (string, error) {
+	parsed, ok := idempotency.ParseUUID(id)
+	if !ok || parsed != id {
+		return "", errBadSpaceID
+	}
+	return eventlog.SpaceStream(id), nil
+}
+
+// newSpace is POST /spaces' body.
+type newSpace struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// createSpace makes a space with the caller its owner.
+func createSpace(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+	var b newSpace
+	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid space: the body must be {"id": a UUID, "name": 1 to 100 characters}`, errcode.Field{Field: "body"})
+	}
+	st, err := spaceStream(b.ID)
+	if err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid("Invalid space: id must be a UUID in lowercase", errcode.Field{Field: "id"})
+	}
+	if n := utf8.RuneCountInString(b.Name); n < 1 || n > maxSpaceNameLen {
+		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(fmt.Sprintf("Invalid space: name must be 1 to %d characters", maxSpaceNameLen), errcode.Field{Field: "name"})
+	}
+	answer := eventlog.SpaceListing{ID: b.ID, Name: b.Name, Role: eventlog.RoleOwner}
+	return membershipPlan(r, st, eventlog.TypeSpaceCreated, eventlog.MembershipPayload{Name: b.Name}, http.StatusCreated, answer), 1, nil
+}
+
+// newMember is POST /spaces/{id}/members' body.
+type newMember struct {
+	Member string `json:"member"`
+	Role   string `json:"role"`
+}
+
+// memberAnswer is the answer to adding a member.
+type memberAnswer struct {
+	Space  string `json:"space"`
+	Member string `json:"member"`
+	Role   string `json:"role"`
+}
+
+func addMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+	st, err := stream(r)
+	if err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
+	}
+	var b newMember
+	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid member: the body must be {"member": a user's sub, "role": "owner", "writer" or "reader"}`, errcode.Field{Field: "body"})
+	}
+	if err := checkMember(b.Member); err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
+	}
+	if !eventlog.ValidRole(b.Role) {
+		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid member: role must be "owner", "writer" or "reader"`, errcode.Field{Field: "role"})
+	}
+	answer := memberAnswer{Space: r.PathParams["spaceId"], Member: b.Member, Role: b.Role}
+	return membershipPlan(r, st, eventlog.TypeMemberAdded, eventlog.MembershipPayload{Member: b.Member, Role: b.Role}, http.StatusCreated, answer), 1, nil
+}
+
+// removedAnswer is the answer to removing a member, or leaving.
+type removedAnswer struct {
+	Space   string `json:"space"`
+	Member  string `json:"member"`
+	Removed bool   `json:"removed"`
+}
+
+func removeMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+	st, err := stream(r)
+	if err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
+	}
+	member, err := url.PathUnescape(r.PathParams["memberId"])
+	if err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid("memberId is not a percent-encoded user id", errcode.Field{Field: "memberId"})
+	}
+	if err := checkMember(member); err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
+	}
+	answer := removedAnswer{Space: r.PathParams["spaceId"], Member: member, Removed: true}
+	return membershipPlan(r, st, eventlog.TypeMemberRemoved, eventlog.MembershipPayload{Member: member}, http.StatusOK, answer), 1, nil
+}
+
+func checkMember(m string) error {
+	if n := utf8.RuneCountInString(m); n < 1 || n > maxMemberLen || !utf8.ValidString(m) || eventlog.IsSpaceStream(m) {
+		return errcode.Invalid(fmt.Sprintf("member must be a user id: 1 to %d characters", maxMemberLen), errcode.Field{Field: "member"})
+	}
+	return nil
+}
+
+// membershipPlan commits one membership change: an event of a reserved
+// type at the space's next position, whose commit the event log guards
+// (package eventlog, spaces), answered with status and answer.
+func membershipPlan(r *mutation.Request, st, typ string, p eventlog.MembershipPayload, status int, answer any) mutation.Plan[syncevent.Event] {
+	return mutation.Plan[syncevent.Event]{
+		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
+			payload, err := json.Marshal(p)
+			if err != nil {
+				return idempotency.Execution[syncevent.Event]{}, err
+			}
+			body, err := json.Marshal(answer)
+			if err != nil {
+				return idempotency.Execution[syncevent.Event]{}, err
+			}
+			at := now.Truncate(time.Millisecond)
+			ev := syncevent.Event{
+				UserID: st, ID: uuid.NewString(), Type: typ, OccurredAt: at.UTC().Format(syncevent.TimestampLayout),
+				ReceivedAt: at, Payload: payload,
+			}
+			return idempotency.Execution[syncevent.Event]{
+				Response: idempotency.Response{StatusCode: status, Body: body},
+				Writes:   []syncevent.Event{ev},
+			}, nil
+		},
+		// The event's id is new: its condition cannot fail but by a UUID
+		// clash, which retrying under a new key answers.
+		Rejected: func(context.Context, []int) error { return errEventExists },
+	}
+}
+
+// listSpaces is GET /spaces: the caller's spaces, with their role.
+func (h *Handler) listSpaces(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
+	method := r.RequestContext.HTTP.Method
+	user, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
+	if err != nil {
+		return h.fail(err, method)
+	}
+	if wait, ok := h.reads.Take(user, time.Now()); !ok {
+		return h.fail(readsLimited(wait), method)
+	}
+	spaces, err := h.events.Spaces(ctx, user)
+	if err != nil {
+		return h.fail(err, method)
+	}
+	if spaces == nil {
+		spaces = []eventlog.SpaceListing{}
+	}
+	b, err := json.Marshal(struct {
+		Spaces []eventlog.SpaceListing `json:"spaces"`
+	}{spaces})
+	if err != nil {
+		return h.fail(err, method)
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusOK, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b),
+	}, outcome{result: metrics.OutcomeRead}
+}
+
+// listSpaceEvents is GET /spaces/{id}/events: a member's page of the
+// space's events, as GET /sync/events pages the caller's own.
+func (h *Handler) listSpaceEvents(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
+	method := r.RequestContext.HTTP.Method
+	caller, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
+	if err != nil {
+		return h.fail(err, method)
+	}
+	st, err := spaceStream(r.params["spaceId"])
+	if err != nil {
+		return h.fail(err, method)
+	}
+	return h.page(ctx, r, caller, st, func(ctx context.Context) error {
+		_, member, err := h.events.Role(ctx, st, caller)
+		if err == nil && !member {
+			err = eventlog.ErrNotMember
+		}
+		return err
+	})
+}

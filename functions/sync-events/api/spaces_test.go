@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/apitest"
+)
+
+// space is a test's view of one space through the API.
+type space struct {
+	hs *apitest.Harness
+	id string
+}
+
+func (s space) path(p string) string { return strings.ReplaceAll(p, "{spaceId}", s.id) }
+
+func do(hs *apitest.Harness, method, path, user, key, body string) events.APIGatewayV2HTTPResponse {
+	hs.T.Helper()
+	req := apitest.Request(method, user, key, body)
+	req.RawPath, req.RequestContext.HTTP.Path = path, path
+	if body == "" {
+		delete(req.Headers, "content-type") // a DELETE as a client sends it: nothing at all
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		req.RawPath, req.RequestContext.HTTP.Path = path[:i], path[:i]
+		q, _ := url.ParseQuery(path[i+1:])
+		req.RawQueryString, req.QueryStringParameters = path[i+1:], map[string]string{}
+		for k := range q {
+			req.QueryStringParameters[k] = q.Get(k)
+		}
+	}
+	return hs.Do(req)
+}
+
+func newSpace(t *testing.T, hs *apitest.Harness, owner string) space {
+	t.Helper()
+	id := uuid.NewString()
+	resp := do(hs, "POST", api.SpacesPath, owner, uuid.NewString(), `{"id":"`+id+`","name":"Shopping"}`)
+	apitest.WantResponse(t, resp, 201, "")
+	return space{hs, id}
+}
+
+func (s space) add(t *testing.T, by, member, role string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	return do(s.hs, "POST", s.path(api.SpaceMembersPath), by, uuid.NewString(), `{"member":"`+member+`","role":"`+role+`"}`)
+}
+
+func (s space) remove(t *testing.T, by, member string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	return do(s.hs, "DELETE", strings.ReplaceAll(s.path(api.SpaceMemberPath), "{memberId}", url.PathEscape(member)), by, uuid.NewString(), "")
+}
+
+func (s space) post(t *testing.T, by string) (events.APIGatewayV2HTTPResponse, string) {
+	t.Helper()
+	id := uuid.NewString()
+	return do(s.hs, "POST", s.path(api.SpaceEventsPath), by, uuid.NewString(), apitest.EventBody(t, id)), id
+}
+
+// pull drains the space as user: the listed events' ids, types and
+// authors, or the refusal.
+func (s space) pull(t *testing.T, user string) (ids, types, authors []string, refused events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	cursor := ""
+	for {
+		p := s.path(api.SpaceEventsPath) + "?limit=1000"
+		if cursor != "" {
+			p += "&cursor=" + cursor
+		}
+		resp := do(s.hs, "GET", p, user, "", "")
+		if resp.StatusCode != 200 {
+			return nil, nil, nil, resp
+		}
+		var page struct {
+			Events []struct {
+				ID, Type, Author string
+			}
+			Cursor  string
+			HasMore bool
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Events {
+			ids, types, authors = append(ids, ev.ID), append(types, ev.Type), append(authors, ev.Author)
+		}
+		if cursor = page.Cursor; !page.HasMore {
+			return ids, types, authors, resp
+		}
+	}
+}
+
+// TestSpacesRolesFromEachSide walks one space's life from every member's
+// side, and from outside it: who may write, read, add and remove, what
+// each refusal is, and that a refusal records nothing.
+func TestSpacesRolesFromEachSide(t *testing.T) {
+	hs := apitest.New(t)
+	s := newSpace(t, hs, "alice")
+
+	// Outside: no write, no read, no member added, nothing recorded.
+	ledger := hs.LedgerCount()
+	resp, _ := s.post(t, "mallory")
+	apitest.WantResponse(t, resp, 403, "SPACE_NOT_MEMBER")
+	_, _, _, resp = s.pull(t, "mallory")
+	apitest.WantResponse(t, resp, 403, "SPACE_NOT_MEMBER")
+	apitest.WantResponse(t, s.add(t, "mallory", "mallory2", "writer"), 403, "SPACE_NOT_MEMBER")
+	apitest.WantResponse(t, s.remove(t, "mallory", "alice"), 403, "SPACE_NOT_MEMBER")
+	if hs.LedgerCount() != ledger {
+		t.Errorf("refusals recorded keys: %d, then %d", ledger, hs.LedgerCount())
+	}
+
+	apitest.WantResponse(t, s.add(t, "alice", "bob", "writer"), 201, "")
+	apitest.WantResponse(t, s.add(t, "alice", "carol", "reader"), 201, "")
+	apitest.WantResponse(t, s.add(t, "alice", "bob", "reader"), 409, "SPACE_ALREADY_MEMBER")
+	apitest.WantResponse(t, s.add(t, "bob", "dave", "reader"), 403, "SPACE_ROLE_FORBIDS")
+
+	resp, bobs := s.post(t, "bob")
+	apitest.WantResponse(t, resp, 201, "")
+	resp, _ = s.post(t, "carol")
+	apitest.WantResponse(t, resp, 403, "SPACE_ROLE_FORBIDS")
+	ids, types, authors, resp := s.pull(t, "carol")
+	apitest.WantResponse(t, resp, 200, "")
+	want := []string{"space.created", "space.member_added", "space.member_added", "note.created"}
+	if !slices.Equal(types, want) || ids[3] != bobs || !slices.Equal(authors, []string{"alice", "alice", "alice", "bob"}) {
+		t.Errorf("carol's pull: types %v, authors %v, ids %v; want %v with bob's event last", types, authors, ids, want)
+	}
+
+	// Removed: bob's next write and pull are refused, and the space is no
+	// longer among his.
+	apitest.WantResponse(t, s.remove(t, "alice", "bob"), 200, "")
+	resp, _ = s.post(t, "bob")
+	apitest.WantResponse(t, resp, 403, "SPACE_NOT_MEMBER")
+	_, _, _, resp = s.pull(t, "bob")
+	apitest.WantResponse(t, resp, 403, "SPACE_NOT_MEMBER")
+	if got := spacesOf(t, hs, "bob"); len(got) != 0 {
+		t.Errorf("bob's spaces after removal: %v", got)
+	}
+	apitest.WantResponse(t, s.remove(t, "alice", "bob"), 404, "SPACE_NO_SUCH_MEMBER")
+
+	// The last owner may not go; a reader may leave.
+	apitest.WantResponse(t, s.remove(t, "alice", "alice"), 409, "SPACE_LAST_OWNER")
+	apitest.WantResponse(t, s.remove(t, "carol", "carol"), 200, "")
+	if got := spacesOf(t, hs, "alice"); len(got) != 1 || got[0] != s.id+":owner" {
+		t.Errorf("alice's spaces: %v", got)
+	}
+}
+
+func spacesOf(t *testing.T, hs *apitest.Harness, user string) []string {
+	t.Helper()
+	resp := do(hs, "GET", api.SpacesPath, user, "", "")
+	apitest.WantResponse(t, resp, 200, "")
+	var body struct{ Spaces []struct{ ID, Role string } }
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range body.Spaces {
+		out = append(out, s.ID+":"+s.Role)
+	}
+	return out
+}
+
+// TestCreatingASpaceIsExactlyOnce: a retry replays, another key for the
+// same id is refused, and a client cannot write the service's types.
+func TestCreatingASpaceIsExactlyOnce(t *testing.T) {
+	hs := apitest.New(t)
+	id, key := uuid.NewString(), uuid.NewString()
+	body := `{"id":"` + id + `","name":"Family"}`
+	first := do(hs, "POST", api.SpacesPath, "alice", key, body)
+	apitest.WantResponse(t, first, 201, "")
+	again := do(hs.NewEnvironment(), "POST", api.SpacesPath, "alice", key, body)
+	if again.StatusCode != 201 || again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("a retry: %d %s %v", again.StatusCode, again.Body, again.Headers)
+	}
+	apitest.WantResponse(t, do(hs, "POST", api.SpacesPath, "bob", uuid.NewString(), body), 409, "SPACE_ALREADY_EXISTS")
+	reserved := strings.Replace(apitest.EventBody(t, uuid.NewString()), `"note.created"`, `"space.member_added"`, 1)
+	apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), reserved), 400, "VALIDATION_FAILED")
+	apitest.WantResponse(t, do(hs, "POST", api.SpacesPath, "space#x", uuid.NewString(), `{"id":"`+uuid.NewString()+`","name":"x"}`), 403, "CALLER_ID_UNSUPPORTED")
+}

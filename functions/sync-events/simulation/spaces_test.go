@@ -1,0 +1,186 @@
+package simulation_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+)
+
+// spaceCall sends a request to path of a space, as user, retrying a 503
+// under the same key as a client does.
+func spaceCall(t *testing.T, hs *apitest.Harness, method, path, user, body string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	key := uuid.NewString()
+	for attempt := 0; ; attempt++ {
+		req := apitest.Request(method, user, key, body)
+		req.RawPath, req.RequestContext.HTTP.Path = path, path
+		if body == "" {
+			delete(req.Headers, "content-type")
+		}
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			req.RawPath, req.RequestContext.HTTP.Path, req.RawQueryString = path[:i], path[:i], path[i+1:]
+			q, _ := url.ParseQuery(path[i+1:])
+			req.QueryStringParameters = map[string]string{}
+			for k := range q {
+				req.QueryStringParameters[k] = q.Get(k)
+			}
+		}
+		resp := hs.Do(req)
+		if resp.StatusCode != 503 || attempt > 20 {
+			return resp
+		}
+	}
+}
+
+// listed is one event of a space's pull.
+type listed struct {
+	ID, Type, Author string
+	Payload          struct{ Member string }
+}
+
+func pullSpace(t *testing.T, hs *apitest.Harness, spaceID, user string) []listed {
+	t.Helper()
+	var out []listed
+	cursor := ""
+	for {
+		p := "/api/v1/spaces/" + spaceID + "/events?limit=1000"
+		if cursor != "" {
+			p += "&cursor=" + cursor
+		}
+		resp := spaceCall(t, hs, "GET", p, user, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s's pull: %d %s", user, resp.StatusCode, resp.Body)
+		}
+		var page struct {
+			Events  []listed
+			Cursor  string
+			HasMore bool
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Events...)
+		if cursor = page.Cursor; !page.HasMore {
+			return out
+		}
+	}
+}
+
+// TestNoWriteOfARemovedMemberCommitsAfterTheRemoval is the membership
+// race's checker: four writers of a space post all the while, over three
+// execution environments, every transaction held back at the transport
+// for up to 100 ms between being built and being sent, while the owner
+// removes one of them. The space's stream orders the removal with the
+// events (it is an event itself), so: no event of the removed writer may
+// come after the removal; every remaining member's pull must show the same
+// events in the same order; every write answered 201 must be listed
+// exactly once, and nothing else. A role check made before the
+// transaction, rather than in it, lets a write checked before the removal
+// commit after it, which the holds here make likely.
+func TestNoWriteOfARemovedMemberCommitsAfterTheRemoval(t *testing.T) {
+	hs := apitest.New(t)
+	envs := hs.Environments(3)
+	spaceID := uuid.NewString()
+	const owner, removed = "owner", "w0"
+	writers := []string{removed, "w1", "w2", "w3"}
+	if resp := spaceCall(t, hs, "POST", api.SpacesPath, owner, `{"id":"`+spaceID+`","name":"race"}`); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+	}
+	members := "/api/v1/spaces/" + spaceID + "/members"
+	for _, w := range writers {
+		if resp := spaceCall(t, hs, "POST", members, owner, `{"member":"`+w+`","role":"writer"}`); resp.StatusCode != 201 {
+			t.Fatalf("add %s: %d %s", w, resp.StatusCode, resp.Body)
+		}
+	}
+	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 100 * time.Millisecond, Times: 1 << 30})
+
+	var answered sync.Map // event id → its writer, for every 201
+	var refusedAfter atomic.Int64
+	var stop atomic.Bool
+	var writing sync.WaitGroup
+	for wi, w := range writers {
+		for e := range envs {
+			writing.Go(func() {
+				for i := 0; !stop.Load(); i++ {
+					id := uuid.NewString()
+					resp := spaceCall(t, envs[(e+i)%len(envs)], "POST", "/api/v1/spaces/"+spaceID+"/events", w, apitest.EventBody(t, id))
+					switch {
+					case resp.StatusCode == 201:
+						answered.Store(id, w)
+					case resp.StatusCode == 403 && w == removed && strings.Contains(resp.Body, "SPACE_NOT_MEMBER"):
+						refusedAfter.Add(1)
+						return
+					default:
+						t.Errorf("writer %d in environment %d: %d %s", wi, e, resp.StatusCode, resp.Body)
+						return
+					}
+				}
+			})
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if resp := spaceCall(t, envs[0], "DELETE", members+"/"+removed, owner, ""); resp.StatusCode != 200 {
+		t.Errorf("remove: %d %s", resp.StatusCode, resp.Body)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	writing.Wait()
+	hs.B.Transport.Reset()
+
+	// One order for every remaining member.
+	views := map[string][]listed{}
+	for _, m := range append([]string{owner}, writers[1:]...) {
+		views[m] = pullSpace(t, hs, spaceID, m)
+	}
+	stream := views[owner]
+	for m, v := range views {
+		if fmt.Sprint(v) != fmt.Sprint(stream) {
+			t.Fatalf("%s's pull differs from the owner's", m)
+		}
+	}
+
+	removal, before, after := -1, 0, 0
+	seen := map[string]int{}
+	for i, ev := range stream {
+		seen[ev.ID]++
+		switch {
+		case ev.Type == "space.member_removed" && ev.Payload.Member == removed:
+			removal = i
+		case ev.Author == removed && removal < 0:
+			before++
+		case ev.Author == removed:
+			after++
+			t.Errorf("event %s of the removed writer is at position %d, after the removal at %d", ev.ID, i, removal)
+		}
+	}
+	if removal < 0 {
+		t.Fatal("no removal in the space's stream")
+	}
+	listedWrites := 0
+	answered.Range(func(id, _ any) bool {
+		if seen[id.(string)] != 1 {
+			t.Errorf("answered event %s is listed %d times", id, seen[id.(string)])
+		}
+		listedWrites++
+		return true
+	})
+	if system := 1 + len(writers) + 1; len(stream) != listedWrites+system {
+		t.Errorf("%d events listed; %d writes answered 201 and %d membership changes", len(stream), listedWrites, system)
+	}
+	if before == 0 || refusedAfter.Load() == 0 {
+		t.Errorf("the race did not happen: %d writes of the removed writer before the removal, %d refused after", before, refusedAfter.Load())
+	}
+	t.Logf("%s: %d events; the removed writer's: %d before the removal, %d after, %d refused after", hs.B.Name, len(stream), before, after, refusedAfter.Load())
+}
