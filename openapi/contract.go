@@ -156,6 +156,8 @@ func (c *Contract) pathItem(path string) *v3.PathItem {
 		return item
 	}
 	segs := strings.Split(path, "/")
+	var best *v3.PathItem
+	bestLiterals := -1
 	for tmpl, item := range c.model.Paths.PathItems.FromOldest() {
 		t := strings.Split(tmpl, "/")
 		if len(t) != len(segs) {
@@ -168,11 +170,13 @@ func (c *Contract) pathItem(path string) *v3.PathItem {
 				break
 			}
 		}
-		if match {
-			return item
+		// The template of the most literal segments wins, as the route
+		// table's does.
+		if literals := strings.Count(tmpl, "/") - strings.Count(tmpl, "{"); match && literals > bestLiterals {
+			best, bestLiterals = item, literals
 		}
 	}
-	return nil
+	return best
 }
 
 // allow is the Allow header of a 405 on item's path: its methods, in the

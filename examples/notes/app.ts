@@ -1,12 +1,20 @@
 import {
+  addMember,
+  createSpace,
   EventWriter,
   IndexedDBStorage,
   type ListedEvent,
   type LiveChannel,
   type LiveState,
   LiveSync,
+  leaveSpace,
+  listSpaces,
+  PullError,
   pullEvents,
   type QueueEntry,
+  type Space,
+  SpaceError,
+  SpaceStopped,
   SyncQueue,
   tokenSubject,
 } from "@sync-events/client";
@@ -25,7 +33,8 @@ interface Note {
   waiting: boolean;
 }
 
-const config: Config = await (await fetch("/config.json")).json();
+// ?user=<name> picks the user (make run only: serve.mjs makes an unsigned token for it).
+const config: Config = await (await fetch(`/config.json${location.search}`)).json();
 // Everything this device keeps is the logged-in user's: the queue, and the
 // notes pulled. The page has no login (serve.mjs hands it one token); an
 // app with one makes these at login, for the user, and at logout stops
@@ -144,10 +153,283 @@ $<HTMLFormElement>("add").addEventListener("submit", async (ev) => {
   await render();
   void send();
 });
-$("now").addEventListener("click", () => void send().then(() => live.pullNow()));
-window.addEventListener("online", () => void send());
+$("now").addEventListener("click", () => {
+  void send().then(() => live.pullNow());
+  void syncShared();
+});
+window.addEventListener("online", () => {
+  void send();
+  void syncShared();
+});
 window.addEventListener("offline", () => void render());
 
+// ---- The shared list: a space, whose members write notes to its stream.
+//
+// Each space has a queue of its own (its own IndexedDB database, named for
+// the space), since a queue is one stream's; its notes are pulled from the
+// space's stream, each with its author. There is no live channel for
+// spaces yet: the page polls the selected space every few seconds.
+
+interface SharedNote extends Note {
+  author: string;
+}
+
+/** The user, as the shared list's code sees it (narrowed: a string). */
+const me: string = user;
+const api = { baseUrl: config.apiUrl, getToken: () => config.token };
+const SHARED_POLL_MS = 3000;
+let spaces: Space[] = [];
+/** A space's queue, made at first use. */
+const spaceQueues = new Map<string, { storage: IndexedDBStorage; writer: EventWriter; queue: SyncQueue }>();
+function spaceQueue(space: string) {
+  let q = spaceQueues.get(space);
+  if (q === undefined) {
+    const storage = new IndexedDBStorage({ user: me, name: `notes-space-${space}` });
+    q = {
+      storage,
+      writer: new EventWriter(storage),
+      queue: new SyncQueue({ storage, baseUrl: config.apiUrl, getToken: () => config.token, space }),
+    };
+    spaceQueues.set(space, q);
+  }
+  return q;
+}
+
+// A space's pulled notes and cursor, as for the user's own notes.
+const sharedKey = (space: string) => `notes-shared:${me}:${space}`;
+function sharedPulled(space: string): { notes: SharedNote[]; cursor?: string } {
+  return JSON.parse(localStorage.getItem(sharedKey(space)) ?? '{"notes":[]}');
+}
+const SELECTED = `notes-shared-selected:${me}`;
+const selected = (): string | undefined => localStorage.getItem(SELECTED) ?? undefined;
+function select(space: string | undefined): void {
+  if (space === undefined) {
+    localStorage.removeItem(SELECTED);
+  } else {
+    localStorage.setItem(SELECTED, space);
+  }
+}
+
+/** What stays shown until the person's next action: that a list was forgotten. */
+let notice: string | undefined;
+
+function showShared(text: string, problem = false): void {
+  if (notice !== undefined && !problem) {
+    return;
+  }
+  const status = $("shared-status");
+  status.textContent = text;
+  status.className = `pill${problem ? " problem" : ""}`;
+}
+
+/** What a failed space call says to the person. */
+function why(err: unknown): string {
+  if (err instanceof SpaceError) {
+    return err.code ?? `status ${err.status}`;
+  }
+  if (err instanceof SpaceStopped) {
+    return err.reason;
+  }
+  return String(err);
+}
+
+async function renderShared(): Promise<void> {
+  const current = selected();
+  const options = spaces.map((sp) => {
+    const o = document.createElement("option");
+    o.value = sp.id;
+    o.textContent = `${sp.name} (${sp.role})`;
+    return o;
+  });
+  const sel = $<HTMLSelectElement>("spaces");
+  sel.replaceChildren(...options);
+  sel.value = current ?? "";
+  const has = current !== undefined && spaces.some((sp) => sp.id === current);
+  for (const id of ["leave", "member", "member-add", "shared-text", "shared-add"]) {
+    ($(id) as HTMLInputElement | HTMLButtonElement).disabled = !has;
+  }
+  if (!has) {
+    $("shared-notes").replaceChildren();
+    return;
+  }
+  const entries = (await spaceQueue(current).storage.list()).filter((e) => e.status === "pending");
+  const have = sharedPulled(current).notes;
+  const seen = new Set(have.map((n) => n.id));
+  const waiting: SharedNote[] = entries
+    .filter((e) => !seen.has(e.event.id))
+    .map((e) => ({ id: e.event.id, text: String(e.event.payload.text), at: e.event.occurredAt, waiting: true, author: me }));
+  const notes = [...have, ...waiting].sort((a, b) => b.at.localeCompare(a.at));
+  $("shared-notes").replaceChildren(
+    ...notes.map((n) => {
+      const li = document.createElement("li");
+      li.className = n.waiting ? "pending" : "";
+      li.dataset.id = n.id;
+      li.dataset.author = n.author;
+      const text = document.createElement("span");
+      text.textContent = n.text;
+      const by = document.createElement("span");
+      by.className = "when author";
+      by.textContent = n.author === me ? "you" : n.author;
+      li.append(text, by);
+      return li;
+    }),
+  );
+}
+
+/**
+ * The user is no member of space (any more): what the device kept of it
+ * goes, its pulled notes and its queue (notes that can no longer be sent).
+ */
+async function forget(space: string, message: string): Promise<void> {
+  localStorage.removeItem(sharedKey(space));
+  const q = spaceQueues.get(space);
+  spaceQueues.delete(space);
+  await q?.storage.clear();
+  spaces = spaces.filter((sp) => sp.id !== space);
+  if (selected() === space) {
+    select(spaces[0]?.id);
+  }
+  showShared(message, true);
+  notice = message;
+}
+
+/** Lists the user's spaces, sends the selected one's queue and pulls its notes. One at a time. */
+let sharing: Promise<void> = Promise.resolve();
+function syncShared(): Promise<void> {
+  sharing = sharing.then(async () => {
+    try {
+      spaces = await listSpaces({ ...api, retry: { maxAttempts: 3 } });
+    } catch (err) {
+      showShared(`not synced: ${why(err)}`, true);
+      return;
+    }
+    const listed = (space: string | undefined) => spaces.some((sp) => sp.id === space);
+    const shown = selected();
+    if (shown !== undefined && !listed(shown)) {
+      // Gone from the user's lists: removed by an owner. Its pull says so
+      // (403), and the list is forgotten.
+      await syncSpace(shown);
+    }
+    if (!listed(selected())) {
+      select(spaces[0]?.id); // a list shared with the user shows by itself
+    }
+    const space = selected();
+    if (space !== undefined) {
+      await syncSpace(space);
+    }
+    await renderShared();
+  });
+  return sharing;
+}
+
+async function syncSpace(space: string): Promise<void> {
+  const report = await spaceQueue(space).queue.drain();
+  if (report.stopped === "forbidden" && report.error?.startsWith("SPACE_ROLE_FORBIDS")) {
+    showShared("not sent: your role in this list only reads", true);
+  } else if (report.stopped && report.stopped !== "forbidden") {
+    showShared(`not sent: ${report.stopped}`, true);
+  }
+  const state = sharedPulled(space);
+  try {
+    const p = pullEvents({ ...api, space, cursor: state.cursor, retry: { maxAttempts: 3 } });
+    for await (const page of p.pages()) {
+      const notes = page.events.filter((e: ListedEvent) => e.type === "note.created");
+      state.notes.push(
+        ...notes.map((e: ListedEvent) => ({
+          id: e.id,
+          text: String(e.payload.text),
+          at: e.occurredAt,
+          waiting: false,
+          author: e.author ?? "",
+        })),
+      );
+      state.cursor = page.cursor;
+      localStorage.setItem(sharedKey(space), JSON.stringify(state));
+    }
+  } catch (err) {
+    if (err instanceof PullError && err.status === 403) {
+      await forget(space, "you are no longer a member of that list");
+      return;
+    }
+    showShared(`not synced: ${err instanceof PullError ? err.status : String(err)}`, true);
+    return;
+  }
+  if (!report.stopped) {
+    showShared(`synced ${new Date().toLocaleTimeString()}`);
+  }
+}
+
+$<HTMLFormElement>("create-space").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  notice = undefined;
+  const input = $<HTMLInputElement>("space-name");
+  try {
+    const space = await createSpace(api, { name: input.value });
+    input.value = "";
+    select(space.id);
+    showShared(`created ${space.name}`);
+  } catch (err) {
+    showShared(`not created: ${why(err)}`, true);
+  }
+  await syncShared();
+});
+$<HTMLSelectElement>("spaces").addEventListener("change", (ev) => {
+  select((ev.target as HTMLSelectElement).value || undefined);
+  void renderShared().then(() => syncShared());
+});
+$<HTMLFormElement>("add-member").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  notice = undefined;
+  const space = selected();
+  const input = $<HTMLInputElement>("member");
+  if (space === undefined) {
+    return;
+  }
+  try {
+    const m = await addMember(api, space, input.value.trim(), "writer");
+    input.value = "";
+    showShared(`added ${m.member} as ${m.role}`);
+  } catch (err) {
+    showShared(`not added: ${why(err)}`, true);
+  }
+  await syncShared();
+});
+$("leave").addEventListener("click", async () => {
+  notice = undefined;
+  const space = selected();
+  if (space === undefined) {
+    return;
+  }
+  try {
+    await leaveSpace(api, space);
+    await forget(space, "you left the list");
+  } catch (err) {
+    showShared(`not left: ${why(err)}`, true); // SPACE_LAST_OWNER: the last owner stays
+  }
+  await syncShared();
+});
+$<HTMLFormElement>("add-shared").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  notice = undefined;
+  const space = selected();
+  const input = $<HTMLInputElement>("shared-text");
+  if (space === undefined) {
+    return;
+  }
+  await spaceQueue(space).writer.write("note.created", { text: input.value });
+  input.value = "";
+  await renderShared();
+  void syncShared();
+});
+
+$("me").textContent = me;
 await render();
 live.start();
 void send();
+await renderShared();
+void syncShared();
+setInterval(() => {
+  if (navigator.onLine) {
+    void syncShared();
+  }
+}, SHARED_POLL_MS);

@@ -24,6 +24,8 @@ type eventItem struct {
 	Payload     string `dynamodbav:"payload"`
 	// Author is who wrote an event of a space; absent in a user's stream.
 	Author string `dynamodbav:"author,omitempty"`
+	// Deleted marks a tombstone (its payload is then "{}").
+	Deleted bool `dynamodbav:"deleted,omitempty"`
 }
 
 // eventAttributes are the attributes every event item has, all strings.
@@ -64,7 +66,7 @@ func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", errBadItem, err)
 	}
 	return syncevent.Event{
-		UserID: it.UserID, ID: it.ID, Author: it.Author, Type: it.Type, OccurredAt: it.OccurredAt,
+		UserID: it.UserID, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
 		ReceivedAt: received, Position: pos, Payload: []byte(it.Payload),
 	}, nil
 }

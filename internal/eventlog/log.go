@@ -69,14 +69,20 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		return errNoEvents
 	}
 	stream := evs[0].UserID
-	var g *guard
-	if IsSpaceStream(stream) {
-		var err error
-		if g, err = l.spaceGuard(ctx, stream, rec.UserID, evs); err != nil {
-			return err
-		}
-	} else if stream != rec.UserID {
+	space := IsSpaceStream(stream)
+	if !space && stream != rec.UserID {
 		return errOtherStream
+	}
+	var g *guard
+	var err error
+	switch {
+	case space:
+		g, err = l.spaceGuard(ctx, stream, rec.UserID, evs)
+	case evs[0].Type == syncevent.DeletedType:
+		g, err = l.deletionGuard(ctx, stream, rec.UserID, evs)
+	}
+	if err != nil {
+		return err
 	}
 	extra := g.count()
 	n := uint64(len(evs))
@@ -100,8 +106,11 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 				return errOtherStream
 			}
 			ev.Position = syncevent.At(h.seq + uint64(i) + 1)
-			if g != nil {
+			if space {
 				ev.Author = rec.UserID
+			}
+			if g != nil && g.payload != nil {
+				ev.Payload = g.payload
 			}
 			writes = append(writes, l.putNew(ev))
 		}

@@ -107,6 +107,11 @@ type guard struct {
 	// refusals[i] answers writes[i]'s condition failing; nil: ask why
 	// (the caller's role check: not a member, or a role that may not).
 	refusals []error
+	// explain, where set for i, works out writes[i]'s answer by reading.
+	explain map[int]func(context.Context) error
+	// payload, if set, replaces the change's event's payload: what only
+	// the commit knows (the role a removed member had).
+	payload []byte
 	// newStream: the head must not exist (the space is created), and a
 	// head that does is ErrSpaceExists, never a commit at the real head.
 	newStream bool
@@ -116,6 +121,9 @@ type guard struct {
 func (l *Log) spaceGuard(ctx context.Context, stream, caller string, evs []syncevent.Event) (*guard, error) {
 	g := &guard{}
 	op := evs[0].Type
+	if op == syncevent.DeletedType {
+		return l.deletionGuard(ctx, stream, caller, evs)
+	}
 	if !strings.HasPrefix(op, syncevent.ReservedTypePrefix) {
 		g.check(l.roleCheck(stream, caller, RoleOwner, RoleWriter), nil)
 		return g, nil
@@ -160,6 +168,10 @@ func (l *Log) spaceGuard(ctx context.Context, stream, caller string, evs []synce
 			gone = ErrNotMember // leaving a space one is not in
 		}
 		g.check(l.deleteMember(stream, p.Member, had, found), gone)
+		p.Role = had
+		if g.payload, err = json.Marshal(p); err != nil {
+			return nil, err
+		}
 		g.check(l.countMembers(stream, -1, had == RoleOwner), ErrLastOwner)
 		l.left(g, stream, p.Member)
 	default:
@@ -333,6 +345,9 @@ func (l *Log) spaceName(ctx context.Context, stream string) (string, error) {
 // refusal is why write i of g failed: its own answer, or, for the
 // caller's role check, whether they are a member at all.
 func (l *Log) refusal(ctx context.Context, g *guard, i int, stream, caller string) error {
+	if explain := g.explain[i]; explain != nil {
+		return explain(ctx)
+	}
 	if err := g.refusals[i]; err != nil {
 		return err
 	}

@@ -27,9 +27,18 @@ const MaxTypeLen = 64
 // it): fixed width, so that timestamps sort as strings in time order.
 const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
-// ReservedTypePrefix begins the types of the events the service writes
-// itself (a space's membership changes); no client event may have one.
-const ReservedTypePrefix = "space."
+// ReservedTypePrefix begins the types of a space's membership changes,
+// and DeletedType is the type of the notice of a deletion: the service
+// writes these events itself, and no client event may have such a type.
+const (
+	ReservedTypePrefix = "space."
+	DeletedType        = "event.deleted"
+)
+
+// Reserved reports whether typ is the service's own.
+func Reserved(typ string) bool {
+	return strings.HasPrefix(typ, ReservedTypePrefix) || strings.HasPrefix(typ, "event.")
+}
 
 // Event is one stored event of one stream: a user's own, or a space's.
 type Event struct {
@@ -45,8 +54,12 @@ type Event struct {
 	// Position is the event's place in its user's commit order: set by the
 	// store when the event commits, and on every event read back.
 	Position Position
-	// Payload is the payload object as the client sent it, compacted.
+	// Payload is the payload object as the client sent it, compacted; {}
+	// once the event is deleted.
 	Payload jsontext.Value
+	// Deleted marks a tombstone: the event was deleted, its payload
+	// erased; it keeps its position, so that no pull stalls at a gap.
+	Deleted bool
 }
 
 // invalid is the VALIDATION_FAILED error for fields: its message sums them
@@ -110,8 +123,8 @@ func Read(canonical []byte) (Event, errcode.FieldErrors) {
 	if s, ok := stringField(w.Type, "type", add); ok {
 		if n := utf8.RuneCountInString(s); n < 1 || n > MaxTypeLen {
 			add("type", fmt.Sprintf("must be 1 to %d characters long, got %d", MaxTypeLen, n))
-		} else if strings.HasPrefix(s, ReservedTypePrefix) {
-			add("type", fmt.Sprintf("types beginning with %q are the service's own", ReservedTypePrefix))
+		} else if Reserved(s) {
+			add("type", fmt.Sprintf("types beginning with %q or %q are the service's own", ReservedTypePrefix, "event."))
 		} else {
 			ev.Type = s
 		}
@@ -190,6 +203,7 @@ type Listed struct {
 	Created
 	Author  string         `json:"author,omitempty"`
 	Payload jsontext.Value `json:"payload"`
+	Deleted bool           `json:"deleted,omitzero"`
 }
 
 // CreatedBody is the JSON answered when ev is stored.
@@ -208,5 +222,5 @@ func (ev Event) Created() Created {
 
 // Listing is ev as a GET page shows it.
 func (ev Event) Listing() Listed {
-	return Listed{Created: ev.Created(), Author: ev.Author, Payload: ev.Payload}
+	return Listed{Created: ev.Created(), Author: ev.Author, Payload: ev.Payload, Deleted: ev.Deleted}
 }

@@ -2,8 +2,31 @@ export type { StopReason } from "./http.js";
 export { IndexedDBStorage, type IndexedDBStorageOptions } from "./indexeddb.js";
 export { type LiveChannel, type LiveState, type LiveStopReason, LiveSync, type LiveSyncOptions, type PollReason } from "./live.js";
 export { EventPull, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
-export { type DrainReport, type QueueStopReason, SyncQueue, type SyncQueueOptions } from "./queue.js";
+export {
+  type DrainReport,
+  MAX_BATCH_EVENTS,
+  MAX_SPACE_BATCH_EVENTS,
+  type QueueStopReason,
+  SyncQueue,
+  type SyncQueueOptions,
+} from "./queue.js";
 export type { RetryOptions } from "./retry.js";
+export {
+  addMember,
+  createSpace,
+  leaveSpace,
+  listSpaces,
+  type MutationOptions,
+  type RemovedMember,
+  type Role,
+  removeMember,
+  type Space,
+  SpaceError,
+  type SpaceMember,
+  type SpaceOptions,
+  SpaceStopped,
+  type SpaceStopReason,
+} from "./spaces.js";
 export { MemoryStorage, type MemoryStorageOptions, type QueueStorage, type StorageOptions } from "./storage.js";
 export { tokenSubject } from "./token.js";
 export type { ApiError, EntryStatus, ErrorBody, ErrorCode, ListedEvent, NewEvent, Page, QueueEntry, StoredEvent } from "./types.js";

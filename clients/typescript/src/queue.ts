@@ -26,14 +26,25 @@ export interface SyncQueueOptions {
   batch?: { maxEvents?: number; maxBytes?: number };
   /** Whether the device is online: navigator.onLine by default (always, where there is none). */
   online?: () => boolean;
+  /**
+   * The id of a space to send the entries to (POST
+   * /api/v1/spaces/{space}/events, and /batch with at most 97 events);
+   * the user's own stream if absent. A queue is one stream's: a space's
+   * queue needs a storage of its own (an IndexedDBStorage with another
+   * `name`, say "notes-space-<id>"), never the storage of the user's own
+   * queue or of another space's, or entries would go to the wrong stream.
+   */
+  space?: string;
 }
 
 /** The server's batch limits: 98 events (see the API's batch endpoint), 2 MiB of body. */
 export const MAX_BATCH_EVENTS = 98;
 export const MAX_BATCH_BYTES = 2 * 1024 * 1024;
+/** A space's batch holds one event fewer: the writer's role check is one more of the transaction's actions. */
+export const MAX_SPACE_BATCH_EVENTS = MAX_BATCH_EVENTS - 1;
 
 /** Why a drain ended with entries unanswered (see DrainReport.stopped). */
-export type QueueStopReason = "unauthorized" | UserRefusal | StopReason;
+export type QueueStopReason = "unauthorized" | "forbidden" | UserRefusal | StopReason;
 
 /** The reasons a drain refuses to send a token: it is another user's, or says no user at all. */
 type UserRefusal = "wrong_user" | "unreadable_token";
@@ -55,6 +66,10 @@ export interface DrainReport {
    * pending entry was answered. Each leaves the unanswered entries queued,
    * with their keys, for the next drain:
    * - "unauthorized": a 401; refresh the token, then drain.
+   * - "forbidden": a space's 403, SPACE_NOT_MEMBER (the user is no member
+   *   of the space, or was removed) or SPACE_ROLE_FORBIDS (a reader): no
+   *   entry was stored; they stay queued, with their keys. Drain again if
+   *   the user is given a role that writes; or drop the queue (clear()).
    * - "wrong_user": the token's `sub` is not the storage's user: another
    *   user is logged in. Nothing was sent with it; drain the queue of the
    *   token's user (a storage made for it) instead.
@@ -170,7 +185,8 @@ export class SyncQueue {
     if (formed !== undefined) {
       return pending.filter((e) => e.batch === formed);
     }
-    const maxEvents = Math.min(this.#o.batch?.maxEvents ?? MAX_BATCH_EVENTS, MAX_BATCH_EVENTS);
+    const most = this.#o.space === undefined ? MAX_BATCH_EVENTS : MAX_SPACE_BATCH_EVENTS;
+    const maxEvents = Math.min(this.#o.batch?.maxEvents ?? most, most);
     const maxBytes = Math.min(this.#o.batch?.maxBytes ?? MAX_BATCH_BYTES, MAX_BATCH_BYTES);
     const group: QueueEntry[] = [];
     let bytes = '{"events":[]}'.length;
@@ -193,7 +209,7 @@ export class SyncQueue {
 
   /** Sends entry alone until it is answered, and settles it; returns a reason to stop, if any. */
   async #send(entry: QueueEntry, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
-    const outcome = await this.#post(eventsURL(this.#o.baseUrl), entry.key, JSON.stringify(entry.event), r, report, signal);
+    const outcome = await this.#post(eventsURL(this.#o.baseUrl, this.#o.space), entry.key, JSON.stringify(entry.event), r, report, signal);
     if (outcome.kind === "stopped") {
       return stopReason(outcome, report);
     }
@@ -203,7 +219,7 @@ export class SyncQueue {
   /** Sends a batch until it is answered, and settles its entries; returns a reason to stop, if any. */
   async #sendBatch(group: QueueEntry[], r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
     const body = JSON.stringify({ events: group.map((e) => e.event) });
-    const outcome = await this.#post(batchURL(this.#o.baseUrl), group[0]?.batch as string, body, r, report, signal);
+    const outcome = await this.#post(batchURL(this.#o.baseUrl, this.#o.space), group[0]?.batch as string, body, r, report, signal);
     if (outcome.kind === "stopped") {
       return stopReason(outcome, report);
     }
@@ -303,6 +319,12 @@ export class SyncQueue {
         // The token is refused: nothing was stored; the entry waits, with its
         // key, for the app to refresh the token and drain again.
         return "unauthorized";
+      case response.status === 403 && (code === "SPACE_NOT_MEMBER" || code === "SPACE_ROLE_FORBIDS"):
+        // Refused for the user's place in the space, not for the entry:
+        // nothing was stored, and every entry would be refused alike. The
+        // entry waits, with its key (and its batch's), as for a 401.
+        report.error = `${code}: ${(body as Partial<ApiError>).message ?? ""}`;
+        return "forbidden";
       case response.status === 409 && code === "EVENT_ALREADY_EXISTS":
         // Stored already, under another key: the event is safe.
         await storage.remove(entry.key);

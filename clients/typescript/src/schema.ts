@@ -85,6 +85,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sync/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete one of the caller's events, exactly once per Idempotency-Key
+         * @description Deletes one of the caller's own events. The event keeps its position in the stream as a tombstone:
+         *     its payload is erased (listed as `{}`) and it is listed with
+         *     `"deleted": true`. In the same transaction a notice, an event of the
+         *     reserved type `event.deleted` whose payload is `{"id": the deleted
+         *     event's id}`, is stored at the stream's next position, so that a
+         *     device already past the event learns of it too: on either, drop the
+         *     event. No pull ever stalls at a deleted event.
+         *
+         *     Send no body and no Content-Type. A retry with the same key gets
+         *     the same 200, byte for byte, with `Idempotent-Replayed: true`.
+         */
+        delete: operations["deleteEvent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/spaces": {
         parameters: {
             query?: never;
@@ -258,6 +287,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/spaces/{spaceId}/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete one event of a space, exactly once per Idempotency-Key
+         * @description An owner deletes any event of the space, a writer their own (403 `SPACE_ROLE_FORBIDS` otherwise, and for a reader); a membership event is no event to delete (404). The event keeps its position in the stream as a tombstone:
+         *     its payload is erased (listed as `{}`) and it is listed with
+         *     `"deleted": true`. In the same transaction a notice, an event of the
+         *     reserved type `event.deleted` whose payload is `{"id": the deleted
+         *     event's id}`, is stored at the stream's next position, so that a
+         *     device already past the event learns of it too: on either, drop the
+         *     event. No pull ever stalls at a deleted event.
+         *
+         *     Send no body and no Content-Type. A retry with the same key gets
+         *     the same 200, byte for byte, with `Idempotent-Replayed: true`.
+         */
+        delete: operations["deleteSpaceEvent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -266,7 +324,7 @@ export interface components {
          * @description The closed list of codes a client can branch on.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_ALREADY_EXISTS" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_NOT_FOUND" | "EVENT_ALREADY_EXISTS" | "EVENT_ALREADY_DELETED" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
         Error: {
             error: components["schemas"]["ErrorCode"];
             /** @description A sentence for a person; not for branching on. */
@@ -323,13 +381,14 @@ export interface components {
         NewEvent: {
             id: components["schemas"]["EventId"];
             /**
-             * @description 1 to 64 characters. Types beginning with `space.` are reserved
-             *     for the events the service writes itself (a space's membership
-             *     changes): an event of such a type is refused with 400
+             * @description 1 to 64 characters. Types beginning with `space.` or `event.`
+             *     are reserved for the events the service writes itself (a
+             *     space's membership changes, deletion notices): an event of such
+             *     a type is refused with 400
              *     `VALIDATION_FAILED` on field `type`, in the caller's own stream
              *     as in a space's.
              */
-            type: components["schemas"]["EventType"];
+            type: components["schemas"]["EventType"] & unknown;
             occurredAt: components["schemas"]["OccurredAt"];
             payload: components["schemas"]["Payload"];
         };
@@ -359,6 +418,18 @@ export interface components {
              */
             author?: string;
             payload: components["schemas"]["Payload"];
+            /**
+             * @description Present, and true, on a deleted event's tombstone: its payload is
+             *     erased (`{}`); drop the event. A notice of type `event.deleted`,
+             *     later in the stream, names it too.
+             * @constant
+             */
+            deleted?: true;
+        };
+        DeletedEvent: {
+            id: components["schemas"]["EventId"];
+            /** @constant */
+            deleted: true;
         };
         /**
          * @description A position in a stream's commit order (the caller's own, or a
@@ -745,6 +816,75 @@ export interface operations {
              *     with another body. `EVENT_ALREADY_EXISTS`: `details.ids` are stored
              *     already; nothing of the batch was stored. `USER_STORAGE_FULL`:
              *     nothing was stored and retrying will not help.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The id of the event to delete. */
+                eventId: components["schemas"]["EventId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted now, or (with `Idempotent-Replayed`) by an earlier request with this key. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedEvent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["CallerIdUnsupported"];
+            /** @description `EVENT_NOT_FOUND`: no event with this id is stored in this stream. Nothing was changed. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `EVENT_ALREADY_DELETED`: the event is deleted already (under
+             *     another key). `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the
+             *     key was used for another request (a client bug: do not retry).
+             *     `USER_STORAGE_FULL`: the stream's stored items have reached the
+             *     storage limit. Nothing was changed.
              */
             409: {
                 headers: {
@@ -1165,6 +1305,80 @@ export interface operations {
              *     in the space already; nothing of the batch was stored.
              *     `USER_STORAGE_FULL`: the space's stored items have reached the
              *     storage limit; nothing was stored and retrying will not help.
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["Throttled"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSpaceEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description A UUID the client generated for this mutation (v4 recommended), in
+                 *     canonical 8-4-4-4-12 form, case-insensitive, sent bare
+                 *     (`8e03978e-40d5-43e8-bc93-6894a57f9324`) or as a Structured Field
+                 *     String as draft-ietf-httpapi-idempotency-key-header defines it
+                 *     (`"8e03978e-40d5-43e8-bc93-6894a57f9324"`): both name the same key.
+                 *     Exactly one header, one value. A key is bound to the method and
+                 *     route it was first sent with, path parameters filled in: sent with
+                 *     another (another space, another member), it is answered 409
+                 *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`.
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The space's id.
+                 * @example 5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90
+                 */
+                spaceId: components["parameters"]["SpaceId"];
+                /** @description The id of the event to delete. */
+                eventId: components["schemas"]["EventId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted now, or (with `Idempotent-Replayed`) by an earlier request with this key. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedEvent"];
+                };
+            };
+            400: components["responses"]["ValidationFailed"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["SpaceForbidden"];
+            /** @description `EVENT_NOT_FOUND`: no event with this id is stored in this stream. Nothing was changed. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description `EVENT_ALREADY_DELETED`: the event is deleted already (under
+             *     another key). `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the
+             *     key was used for another request (a client bug: do not retry).
+             *     `USER_STORAGE_FULL`: the stream's stored items have reached the
+             *     storage limit. Nothing was changed.
              */
             409: {
                 headers: {

@@ -4,9 +4,9 @@ import type { components } from "./schema.js";
 export type NewEvent = components["schemas"]["NewEvent"];
 /** The answer of a 201: the event as stored, without its payload. */
 export type StoredEvent = components["schemas"]["StoredEvent"];
-/** An event as a page lists it. */
+/** An event as a page lists it; a space's events carry `author`, the `sub` of who wrote it. */
 export type ListedEvent = components["schemas"]["ListedEvent"];
-/** A page of GET /api/v1/sync/events. */
+/** A page of GET /api/v1/sync/events, or of a space's GET /api/v1/spaces/{spaceId}/events. */
 export type Page = components["schemas"]["Page"];
 /** The API's error body. */
 export type ApiError = components["schemas"]["Error"];

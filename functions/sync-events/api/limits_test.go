@@ -310,7 +310,7 @@ func TestStageIsStrippedOnlyWhereAPIGatewayAddsIt(t *testing.T) {
 		{"stage named like the path's first segment, custom domain", custom, "api", "$default", api.EventsPath, 200},
 		{"stage named like the path's first segment, generated domain", generated, "api", "$default", "/api" + api.EventsPath, 200},
 		{"stage that is a prefix of a segment", generated, "pro", "$default", "/prod" + api.EventsPath, 404},
-		{"stage not in front", generated, "prod", "$default", api.EventsPath + "/prod", 404},
+		{"stage not in front", generated, "prod", "$default", api.EventsPath + "/prod/x", 404},
 		{"stage alone", generated, "prod", "$default", "/prod", 404},
 		{"static route behind a base path mapping", custom, "prod", "GET " + api.EventsPath, "/v2" + api.EventsPath, 200},
 		{"catch-all route behind a base path mapping", custom, "prod", "GET /{proxy+}", "/v2" + api.EventsPath, 404},

@@ -45,6 +45,7 @@ var routes = []route{
 	{method: http.MethodGet, pattern: EventsPath, read: (*Handler).listEvents},
 	{method: http.MethodPost, pattern: EventsPath, mutate: postEvent},
 	{method: http.MethodPost, pattern: BatchPath, mutate: postBatch, maxBody: MaxBatchBodyBytes},
+	{method: http.MethodDelete, pattern: EventPath, mutate: deleteEvent},
 	{method: http.MethodGet, pattern: SpacesPath, read: (*Handler).listSpaces},
 	{method: http.MethodPost, pattern: SpacesPath, mutate: createSpace},
 	{method: http.MethodPost, pattern: SpaceMembersPath, mutate: addMember},
@@ -52,6 +53,7 @@ var routes = []route{
 	{method: http.MethodGet, pattern: SpaceEventsPath, read: (*Handler).listSpaceEvents},
 	{method: http.MethodPost, pattern: SpaceEventsPath, mutate: postEvent},
 	{method: http.MethodPost, pattern: SpaceBatchPath, mutate: postBatch, maxBody: MaxBatchBodyBytes},
+	{method: http.MethodDelete, pattern: SpaceEventPath, mutate: deleteEvent},
 }
 
 // Routes lists, as "METHOD pattern", what the handler answers with
@@ -68,7 +70,19 @@ func Routes() []string {
 // but not with this method gives the methods that route has (for 405's
 // Allow); a path no route has gives none (404).
 func match(method, path string) (rt *route, params map[string]string, allow []string) {
+	// The routes of the most literal segments win, as in API Gateway: a
+	// path that a route spells out (…/events/batch) is that route's alone,
+	// not also a value of another's parameter (…/events/{eventId}).
+	best := -1
 	for i := range routes {
+		if _, ok := matchPattern(routes[i].pattern, path); ok {
+			best = max(best, literalSegments(routes[i].pattern))
+		}
+	}
+	for i := range routes {
+		if literalSegments(routes[i].pattern) != best {
+			continue
+		}
 		p, ok := matchPattern(routes[i].pattern, path)
 		if !ok {
 			continue
@@ -79,6 +93,17 @@ func match(method, path string) (rt *route, params map[string]string, allow []st
 		allow = append(allow, routes[i].method)
 	}
 	return nil, nil, allow
+}
+
+// literalSegments counts pattern's segments that are no parameter.
+func literalSegments(pattern string) int {
+	n := 0
+	for _, seg := range strings.Split(pattern, "/") {
+		if seg != "" && !strings.HasPrefix(seg, "{") {
+			n++
+		}
+	}
+	return n
 }
 
 // matchPattern matches path against pattern segment by segment; a {name}

@@ -35,14 +35,16 @@ const (
 
 // spaceStatuses are the statuses of the spaces' own codes.
 var spaceStatuses = map[errcode.Code]int{
-	eventlog.ErrSpaceExists.Code:   http.StatusConflict,
-	eventlog.ErrSpacesLimit.Code:   http.StatusConflict,
-	eventlog.ErrNotMember.Code:     http.StatusForbidden,
-	eventlog.ErrRoleForbids.Code:   http.StatusForbidden,
-	eventlog.ErrAlreadyMember.Code: http.StatusConflict,
-	eventlog.ErrMembersLimit.Code:  http.StatusConflict,
-	eventlog.ErrNoSuchMember.Code:  http.StatusNotFound,
-	eventlog.ErrLastOwner.Code:     http.StatusConflict,
+	eventlog.ErrEventNotFound.Code:  http.StatusNotFound,
+	eventlog.ErrAlreadyDeleted.Code: http.StatusConflict,
+	eventlog.ErrSpaceExists.Code:    http.StatusConflict,
+	eventlog.ErrSpacesLimit.Code:    http.StatusConflict,
+	eventlog.ErrNotMember.Code:      http.StatusForbidden,
+	eventlog.ErrRoleForbids.Code:    http.StatusForbidden,
+	eventlog.ErrAlreadyMember.Code:  http.StatusConflict,
+	eventlog.ErrMembersLimit.Code:   http.StatusConflict,
+	eventlog.ErrNoSuchMember.Code:   http.StatusNotFound,
+	eventlog.ErrLastOwner.Code:      http.StatusConflict,
 }
 
 var errBadSpaceID = errcode.Invalid("spaceId is not a space id: a UUID", errcode.Field{Field: "spaceId"})

@@ -47,7 +47,7 @@ func spaceCall(t *testing.T, hs *apitest.Harness, method, path, user, body strin
 // listed is one event of a space's pull.
 type listed struct {
 	ID, Type, Author string
-	Payload          struct{ Member string }
+	Payload          struct{ Member, Role string }
 }
 
 func pullSpace(t *testing.T, hs *apitest.Harness, spaceID, user string) []listed {
@@ -158,6 +158,9 @@ func TestNoWriteOfARemovedMemberCommitsAfterTheRemoval(t *testing.T) {
 		switch {
 		case ev.Type == "space.member_removed" && ev.Payload.Member == removed:
 			removal = i
+			if ev.Payload.Role != "writer" {
+				t.Errorf("the removal's payload gives the role %q, want the writer's", ev.Payload.Role)
+			}
 		case ev.Author == removed && removal < 0:
 			before++
 		case ev.Author == removed:

@@ -117,12 +117,15 @@ export async function storedIds(api: string, token: string): Promise<string[]> {
 
 /**
  * examples/notes as `make example` serves it (its serve.mjs) against the
- * API at api, with token as its user's: its origin, and stop().
+ * API at api, with token as its user's: its origin, and stop(). Without a
+ * token, as `make example` after `make run`: each page is the user its
+ * address names (?user=<name>), "notes-demo" if none.
  */
-export async function startNotesExample(api: string, token: string): Promise<{ origin: string; stop: () => void }> {
+export async function startNotesExample(api: string, token?: string): Promise<{ origin: string; stop: () => void }> {
   const port = await freePort();
+  const { SYNC_EVENTS_TOKEN: _, ...env } = process.env;
   const example: ChildProcess = spawn("node", [resolve(import.meta.dirname, "../../../../../examples/notes/serve.mjs")], {
-    env: { ...process.env, PORT: String(port), SYNC_EVENTS_API: api, SYNC_EVENTS_TOKEN: token },
+    env: { ...env, PORT: String(port), SYNC_EVENTS_API: api, ...(token === undefined ? {} : { SYNC_EVENTS_TOKEN: token }) },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((ok, fail) => {
