@@ -20,7 +20,7 @@ import (
 
 // spaceCall sends a request to path of a space, as user, retrying a 503
 // under the same key as a client does.
-func spaceCall(t *testing.T, hs *apitest.Harness, method, path, user, body string) events.APIGatewayV2HTTPResponse {
+func spaceCall(t testing.TB, hs *apitest.Harness, method, path, user, body string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	key := uuid.NewString()
 	for attempt := 0; ; attempt++ {
@@ -186,4 +186,50 @@ func TestNoWriteOfARemovedMemberCommitsAfterTheRemoval(t *testing.T) {
 		t.Errorf("the race did not happen: %d writes of the removed writer before the removal, %d refused after", before, refusedAfter.Load())
 	}
 	t.Logf("%s: %d events; the removed writer's: %d before the removal, %d after, %d refused after", hs.B.Name, len(stream), before, after, refusedAfter.Load())
+}
+
+// BenchmarkOneSpaceMembersAtOnce is one space's write throughput: 1 to 8
+// members, each a writer in an environment of their own, posting at once,
+// every DynamoDB call held up to 8 ms (a round trip's order). The space's
+// head serialises its commits as one user's head serialises theirs
+// (BenchmarkOneUserDevicesAtOnce): its events/s is the figure to compare.
+func BenchmarkOneSpaceMembersAtOnce(b *testing.B) {
+	for _, members := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
+			hs := apitest.New(b)
+			envs := hs.Environments(members)
+			spaceID := uuid.NewString()
+			if resp := spaceCall(b, hs, "POST", api.SpacesPath, "owner", `{"id":"`+spaceID+`","name":"bench"}`); resp.StatusCode != 201 {
+				b.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+			}
+			for m := range members {
+				body := fmt.Sprintf(`{"member":"m%d","role":"writer"}`, m)
+				if resp := spaceCall(b, hs, "POST", "/api/v1/spaces/"+spaceID+"/members", "owner", body); resp.StatusCode != 201 {
+					b.Fatalf("add: %d %s", resp.StatusCode, resp.Body)
+				}
+			}
+			hs.B.Transport.Reset() // count the writes' calls only
+			hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
+			var stored atomic.Int64
+			start := time.Now()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for m, env := range envs {
+				wg.Go(func() {
+					for stored.Load() < int64(b.N) {
+						resp := spaceCall(b, env, "POST", "/api/v1/spaces/"+spaceID+"/events", fmt.Sprintf("m%d", m), apitest.EventBody(b, uuid.NewString()))
+						if resp.StatusCode != 201 {
+							b.Errorf("member %d: %d %s", m, resp.StatusCode, resp.Body)
+							return
+						}
+						stored.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(stored.Load())/time.Since(start).Seconds(), "events/s")
+			b.ReportMetric(float64(hs.B.Transport.Total())/float64(stored.Load()), "calls/event")
+		})
+	}
 }
