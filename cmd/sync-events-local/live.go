@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -48,9 +52,20 @@ const (
 const envLiveSource = "LIVE_SOURCE"
 
 func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string, origins cors.Origins) (*live, error) {
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, LocalCredentials: true})
+	if err != nil {
+		return nil, err
+	}
 	l := &live{events: localevents.New(localevents.Options{
-		Subject:     devserver.BearerSubject,
-		Allowed:     poke.MaySubscribe,
+		Subject: devserver.BearerSubject,
+		// One's own channel, and a space's for its members, as the
+		// template's handlers decide (the spaces' reads the member item).
+		Allowed: func(sub, channel string) bool {
+			return poke.MaySubscribeAny(sub, channel, func(space, sub string) bool {
+				_, member, err := eventlog.MemberRole(ctx, client, table, eventlog.SpaceStream(space), sub)
+				return err == nil && member
+			})
+		},
 		AllowOrigin: origins.Allows,
 	})}
 	pub := &poke.AppSync{
@@ -65,10 +80,6 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 		},
 		Filter: eventlog.HeadStreamFilter, BatchSize: streamBatchSize,
 		MaxRetries: streamMaxRetries, RetryBase: 200 * time.Millisecond, Log: log,
-	}
-	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, LocalCredentials: true})
-	if err != nil {
-		return nil, err
 	}
 	source := os.Getenv(envLiveSource)
 	streamARN := ""
@@ -93,20 +104,41 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 	return l, nil
 }
 
-// noteCommits tells l.commits, if set, of each 2xx mutation's user.
+// noteCommits tells l.commits, if set, of the stream of each 2xx
+// mutation: the space its path names (or its body creates), or the
+// caller's own.
 func (l *live) noteCommits(next http.Handler) http.Handler {
 	if l.commits == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		if r.Method != http.MethodGet && r.Method != http.MethodOptions && rec.status/100 == 2 {
-			if user, ok := devserver.BearerSubject(r.Header.Get("Authorization")); ok {
-				l.commits.Note(user)
-			}
+		if r.Method == http.MethodGet || r.Method == http.MethodOptions || rec.status/100 != 2 {
+			return
+		}
+		if stream, ok := committedStream(r, body); ok {
+			l.commits.Note(stream)
 		}
 	})
+}
+
+// committedStream is the stream a 2xx mutation committed to.
+func committedStream(r *http.Request, body []byte) (string, bool) {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // api v1 spaces {id} …
+	if len(segs) >= 3 && segs[0] == "api" && segs[1] == "v1" && segs[2] == "spaces" {
+		if len(segs) >= 4 {
+			return eventlog.SpaceStream(segs[3]), true
+		}
+		var created struct{ ID string }
+		if json.Unmarshal(body, &created) == nil && created.ID != "" {
+			return eventlog.SpaceStream(created.ID), true
+		}
+		return "", false
+	}
+	return devserver.BearerSubject(r.Header.Get("Authorization"))
 }
 
 type statusRecorder struct {

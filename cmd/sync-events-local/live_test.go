@@ -238,3 +238,66 @@ func postEvents(t *testing.T, addr, token string, n int) {
 		t.Fatalf("POST %s: %d", path, resp.StatusCode)
 	}
 }
+
+// TestSpaceChannelPokesItsMembersOnly: a space's channel takes its members'
+// subscriptions only, and each commit to the space pokes them; a removed
+// member may not subscribe again.
+func TestSpaceChannelPokesItsMembersOnly(t *testing.T) {
+	source := "answers"
+	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
+		source = "stream"
+	}
+	t.Setenv(envLiveSource, source)
+	addr := startServer(t)
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	alice, bob, mallory := "alice"+suffix, "bob"+suffix, "mallory"+suffix
+	tok := func(sub string) string { return devserver.UnsignedToken(map[string]any{"sub": sub}) }
+	space := uuid.NewString()
+	call(t, addr, "POST", "/api/v1/spaces", tok(alice), `{"id":"`+space+`","name":"shared"}`, 201)
+	call(t, addr, "POST", "/api/v1/spaces/"+space+"/members", tok(alice), `{"member":"`+bob+`","role":"reader"}`, 201)
+
+	channel := "/spaces/" + space
+	device := dialLive(t, addr, tok(bob))
+	if got := device.subscribe(t, channel, tok(bob)); got.Type != "subscribe_success" {
+		t.Fatalf("a member: %+v", got)
+	}
+	outsider := dialLive(t, addr, tok(mallory))
+	if got := outsider.subscribe(t, channel, tok(mallory)); got.Type != "subscribe_error" {
+		t.Fatalf("an outsider: %+v", got)
+	}
+	call(t, addr, "POST", "/api/v1/spaces/"+space+"/events", tok(alice), fmt.Sprintf(`{"id":%q,"type":"note.created","occurredAt":"2026-12-04T10:00:00Z","payload":{}}`, uuid.NewString()), 201)
+	want := syncevent.At(3).Cursor() // created, bob added, the note
+	for deadline := time.Now().Add(time.Second); ; {
+		m := device.read(t, time.Until(deadline))
+		var poke struct{ Cursor string }
+		if m.Type == "data" && json.Unmarshal([]byte(m.Event), &poke) == nil && poke.Cursor == want {
+			break
+		}
+	}
+	call(t, addr, "DELETE", "/api/v1/spaces/"+space+"/members/"+bob, tok(alice), "", 200)
+	again := dialLive(t, addr, tok(bob))
+	if got := again.subscribe(t, channel, tok(bob)); got.Type != "subscribe_error" {
+		t.Fatalf("a removed member: %+v", got)
+	}
+}
+
+// call sends one mutation or read to make run's API and wants status.
+func call(t *testing.T, addr, method, path, token, body string, status int) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Idempotency-Key", uuid.NewString())
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != status {
+		t.Fatalf("%s %s: %d, want %d", method, path, resp.StatusCode, status)
+	}
+}

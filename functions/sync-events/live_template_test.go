@@ -3,7 +3,11 @@ package main
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/poke"
@@ -61,18 +65,35 @@ func TestTemplateLiveSyncIsTheCodes(t *testing.T) {
 		t.Errorf("namespace %+v: want %s, publish by IAM only, subscribe by the OIDC token, an onSubscribe handler", ns, poke.Namespace)
 	}
 
+	publishable := []cfnValue{{"!GetAtt", "LiveUsersNamespace.ChannelNamespaceArn"}, {"!GetAtt", "LiveSpacesNamespace.ChannelNamespaceArn"}}
 	for name, res := range tpl.Resources {
 		if res.Type != "AWS::IAM::Role" {
 			continue
 		}
-		for _, p := range decode[roleProps](t, res.Properties).Policies {
+		role := decode[struct {
+			Policies []struct {
+				PolicyDocument struct {
+					Statement []struct {
+						Action   []string  `yaml:"Action"`
+						Resource yaml.Node `yaml:"Resource"`
+					} `yaml:"Statement"`
+				} `yaml:"PolicyDocument"`
+			} `yaml:"Policies"`
+		}](t, res.Properties)
+		for _, p := range role.Policies {
 			for _, st := range p.PolicyDocument.Statement {
+				var resources []cfnValue
+				if st.Resource.Kind == yaml.SequenceNode {
+					resources = decode[[]cfnValue](t, st.Resource)
+				} else {
+					resources = []cfnValue{decode[cfnValue](t, st.Resource)}
+				}
 				for _, a := range st.Action {
-					if a[:min(len(a), 8)] != "appsync:" {
+					if !strings.HasPrefix(a, "appsync:") {
 						continue
 					}
-					if name != "PokeFunctionRole" || a != "appsync:EventPublish" || st.Resource != (cfnValue{"!GetAtt", "LiveUsersNamespace.ChannelNamespaceArn"}) {
-						t.Errorf("%s grants %s on %+v: only the poke function may publish, on the users namespace", name, a, st.Resource)
+					if name != "PokeFunctionRole" || a != "appsync:EventPublish" || !slices.Equal(resources, publishable) {
+						t.Errorf("%s grants %s on %+v: only the poke function may publish, on the two namespaces", name, a, resources)
 					}
 				}
 			}

@@ -76,6 +76,10 @@ func SpaceStream(id string) string { return spacePrefix + id }
 // IsSpaceStream reports whether stream is a space's.
 func IsSpaceStream(stream string) bool { return strings.HasPrefix(stream, spacePrefix) }
 
+// SpaceID is the id of the space whose stream is stream, and false for a
+// user's stream.
+func SpaceID(stream string) (string, bool) { return strings.CutPrefix(stream, spacePrefix) }
+
 // Sort keys of a space's and a member's items besides events and heads.
 const (
 	metaID         = "meta"
@@ -315,8 +319,14 @@ func key(pk, sk string) map[string]types.AttributeValue {
 // Role is user's role in the space of stream, read with strong
 // consistency; found is false when they are not a member.
 func (l *Log) Role(ctx context.Context, stream, user string) (role string, found bool, _ error) {
-	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), Key: key(stream, memberPrefix+user), ConsistentRead: aws.Bool(true),
+	return MemberRole(ctx, l.client, l.table, stream, user)
+}
+
+// MemberRole is Role on the events table called table: for a reader that
+// has no Log (make run's channel stand-in asks who may subscribe).
+func MemberRole(ctx context.Context, client *dynamodb.Client, table, stream, user string) (role string, found bool, _ error) {
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table), Key: key(stream, memberPrefix+user), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return "", false, dynamodbstore.Classify(fmt.Errorf("read member: %w", err))

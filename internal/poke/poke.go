@@ -17,15 +17,19 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sync-events/sync-events/internal/eventlog"
 )
 
-// Namespace is the channel namespace of user channels: user u's channel
-// is /users/u.
-const Namespace = "users"
+// The channel namespaces: user u's channel is /users/u, space s's is
+// /spaces/s.
+const (
+	Namespace      = "users"
+	SpaceNamespace = "spaces"
+)
 
 // segmentPattern is what AppSync Events allows in a channel segment.
 var segmentPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,48}[A-Za-z0-9])?$`)
@@ -49,6 +53,26 @@ func Channel(user string) (string, bool) {
 func MaySubscribe(sub, channel string) bool {
 	own, ok := Channel(sub)
 	return ok && channel == own
+}
+
+// SpaceChannel is space id's channel.
+func SpaceChannel(id string) (string, bool) {
+	if !segmentPattern.MatchString(id) {
+		return "", false
+	}
+	return "/" + SpaceNamespace + "/" + id, true
+}
+
+// MaySubscribeAny is both namespaces' onSubscribe rule: a user's own
+// channel (MaySubscribe), and a space's channel for its members, which
+// member tells (the template's spaces handler reads the member's item;
+// testdata/space-subscribe-cases.json holds both to the same cases).
+func MaySubscribeAny(sub, channel string, member func(space, sub string) bool) bool {
+	if id, ok := strings.CutPrefix(channel, "/"+SpaceNamespace+"/"); ok {
+		own, valid := SpaceChannel(id)
+		return valid && own == channel && sub != "" && member(id, sub)
+	}
+	return MaySubscribe(sub, channel)
 }
 
 // Poke is one message: on Channel, the user's head is now at Cursor.
@@ -105,8 +129,11 @@ func Handle(ctx context.Context, pub Publisher, ev events.DynamoDBEvent) (Report
 		}
 	}
 	pokes := make([]Poke, 0, len(latest))
-	for user, cursor := range latest {
-		ch, ok := Channel(user)
+	for stream, cursor := range latest {
+		ch, ok := Channel(stream)
+		if id, space := eventlog.SpaceID(stream); space {
+			ch, ok = SpaceChannel(id)
+		}
 		if !ok {
 			rep.NoChannel++
 			continue

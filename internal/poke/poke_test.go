@@ -158,3 +158,35 @@ func TestMaySubscribeToOwnChannelOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestMaySubscribeToASpaceAsAMemberOnly runs the cases the template's
+// spaces handler is held to as well.
+func TestMaySubscribeToASpaceAsAMemberOnly(t *testing.T) {
+	raw, err := os.ReadFile("testdata/space-subscribe-cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Members map[string]map[string]string
+		Cases   []struct {
+			Why, Sub, Channel string
+			Allowed           bool
+		}
+	}
+	if err := json.Unmarshal(raw, &f); err != nil || len(f.Cases) < 5 {
+		t.Fatalf("cases: %v", err)
+	}
+	member := func(space, sub string) bool { return f.Members[space][sub] != "" }
+	for _, c := range f.Cases {
+		if got := poke.MaySubscribeAny(c.Sub, c.Channel, member); got != c.Allowed {
+			t.Errorf("%s: MaySubscribeAny(%q, %q) = %v", c.Why, c.Sub, c.Channel, got)
+		}
+	}
+	// A space's stream pokes its channel.
+	pub := &recorder{}
+	rec := headRecord("MODIFY", "space#5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90", "3")
+	if _, err := poke.Handle(context.Background(), pub, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}}); err != nil || len(pub.got) != 1 ||
+		pub.got[0][0].Channel != "/spaces/5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90" {
+		t.Errorf("a space's head poked %v (%v)", pub.got, err)
+	}
+}

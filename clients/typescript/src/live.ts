@@ -11,6 +11,12 @@ export interface LiveChannel {
   httpHost: string;
   /** The namespace of the user channels (default "users"): user u's channel is /users/u. */
   namespace?: string;
+  /**
+   * A space's id: hear that space's pokes, on /spaces/<id>, instead of the
+   * user's own (the channel takes its members only; pull the space with
+   * pullEvents({space})). Any sub may subscribe to a space's channel.
+   */
+  space?: string;
 }
 
 export interface LiveSyncOptions {
@@ -389,7 +395,8 @@ export class LiveSync {
       return; // stopped, offline or replaced meanwhile
     }
     const sub = tokenSubject(token);
-    if (sub === undefined || !SEGMENT.test(sub)) {
+    const path = channel.space !== undefined ? `/spaces/${channel.space}` : `/${channel.namespace ?? "users"}/${sub}`;
+    if (sub === undefined || (channel.space === undefined ? !SEGMENT.test(sub) : !SEGMENT.test(channel.space))) {
       this.#conn = undefined;
       this.#poll("no_channel"); // for good: the user is the same on every connection
       return;
@@ -412,7 +419,7 @@ export class LiveSync {
     ws.onopen = () => ws.send(JSON.stringify({ type: "connection_init" }));
     ws.onmessage = (m: MessageEvent) => {
       if (this.#conn === conn) {
-        this.#message(conn, channel, sub, m.data);
+        this.#message(conn, channel, path, m.data);
       }
     };
     const broken = () => {
@@ -424,7 +431,7 @@ export class LiveSync {
     ws.onclose = broken;
   }
 
-  #message(conn: Connection, channel: LiveChannel, sub: string, data: unknown): void {
+  #message(conn: Connection, channel: LiveChannel, path: string, data: unknown): void {
     let m: { type?: unknown; id?: unknown; event?: unknown; connectionTimeoutMs?: unknown };
     try {
       m = JSON.parse(String(data));
@@ -443,12 +450,11 @@ export class LiveSync {
         if (typeof m.connectionTimeoutMs === "number" && m.connectionTimeoutMs > 0) {
           conn.keepAliveMs = m.connectionTimeoutMs;
         }
-        const namespace = channel.namespace ?? "users";
         conn.ws?.send(
           JSON.stringify({
             type: "subscribe",
             id: conn.id,
-            channel: `/${namespace}/${sub}`,
+            channel: path,
             authorization: authorization(channel, conn.token ?? ""),
           }),
         );

@@ -203,6 +203,15 @@ describe("LiveSync", () => {
     assert.equal(t.sync.state.kind, "connecting");
   });
 
+  it("subscribes to a space's channel, whatever the sub, and goes live on it", async () => {
+    const space = "5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90";
+    const t = await live({ channel: { ...CHANNEL, space }, getToken: () => localToken("auth0|not-a-segment") });
+    const s = t.ws.last();
+    s.handshake();
+    assert.equal(s.subscribe().channel, `/spaces/${space}`);
+    assert.equal(t.sync.state.kind, "live");
+  });
+
   it("pulls on subscribe_success, not before, and goes live", async () => {
     const t = await live();
     const s = t.ws.last();
