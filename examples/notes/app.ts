@@ -1,9 +1,9 @@
 import {
   addMember,
   createSpace,
+  deletedId,
   EventWriter,
   IndexedDBStorage,
-  type ListedEvent,
   type LiveChannel,
   type LiveState,
   LiveSync,
@@ -115,8 +115,14 @@ async function pull(signal: AbortSignal): Promise<string | undefined> {
   const state = pulled();
   const p = pullEvents({ baseUrl: config.apiUrl, getToken: () => config.token, cursor: state.cursor, retry: { maxAttempts: 3 }, signal });
   for await (const page of p.pages()) {
-    const notes = page.events.filter((e: ListedEvent) => e.type === "note.created");
-    state.notes.push(...notes.map((e: ListedEvent) => ({ id: e.id, text: String(e.payload.text), at: e.occurredAt, waiting: false })));
+    for (const e of page.events) {
+      const gone = deletedId(e); // a tombstone, or a deletion's notice: drop the note
+      if (gone !== undefined) {
+        state.notes = state.notes.filter((n) => n.id !== gone);
+      } else if (e.type === "note.created") {
+        state.notes.push({ id: e.id, text: String(e.payload.text), at: e.occurredAt, waiting: false });
+      }
+    }
     state.cursor = page.cursor;
     localStorage.setItem(PULLED, JSON.stringify(state)); // the page's notes and its cursor together
   }
@@ -333,16 +339,14 @@ async function syncSpace(space: string): Promise<void> {
   try {
     const p = pullEvents({ ...api, space, cursor: state.cursor, retry: { maxAttempts: 3 } });
     for await (const page of p.pages()) {
-      const notes = page.events.filter((e: ListedEvent) => e.type === "note.created");
-      state.notes.push(
-        ...notes.map((e: ListedEvent) => ({
-          id: e.id,
-          text: String(e.payload.text),
-          at: e.occurredAt,
-          waiting: false,
-          author: e.author ?? "",
-        })),
-      );
+      for (const e of page.events) {
+        const gone = deletedId(e);
+        if (gone !== undefined) {
+          state.notes = state.notes.filter((n) => n.id !== gone);
+        } else if (e.type === "note.created") {
+          state.notes.push({ id: e.id, text: String(e.payload.text), at: e.occurredAt, waiting: false, author: e.author ?? "" });
+        }
+      }
       state.cursor = page.cursor;
       localStorage.setItem(sharedKey(space), JSON.stringify(state));
     }

@@ -111,6 +111,24 @@ export class EventPull implements AsyncIterable<ListedEvent> {
   }
 }
 
+/**
+ * The id of the event `ev` tells a device to drop, or undefined: a deleted
+ * event's tombstone (`deleted: true`, its payload erased) names itself; a
+ * deletion's notice (type `event.deleted`, later in the stream) names the
+ * deleted event in its payload. A device applies both, whichever it meets
+ * first: dropping twice is dropping once.
+ */
+export function deletedId(ev: ListedEvent): string | undefined {
+  if (ev.deleted === true) {
+    return ev.id;
+  }
+  if (ev.type === "event.deleted") {
+    const id = (ev.payload as { id?: unknown }).id;
+    return typeof id === "string" ? id : undefined;
+  }
+  return undefined;
+}
+
 /** pullEvents(options) is new EventPull(options): iterate it (or its pages()), then keep .cursor for the next pull. */
 export function pullEvents(options: PullOptions): EventPull {
   return new EventPull(options);
