@@ -37,7 +37,12 @@ it("deletedId: a device applying tombstones and notices drops a deleted event, f
     });
   const ids = [uuidv4(), uuidv4(), uuidv4()];
   for (const [i, id] of ids.entries()) {
-    const r = await call("POST", "/api/v1/sync/events", { id, type: "note.created", occurredAt: "2026-12-04T10:00:00Z", payload: { text: `n${i}` } });
+    const r = await call("POST", "/api/v1/sync/events", {
+      id,
+      type: "note.created",
+      occurredAt: "2026-12-04T10:00:00Z",
+      payload: { text: `n${i}` },
+    });
     assert.equal(r.status, 201);
   }
   const common = { baseUrl: service.url, getToken: () => token };
