@@ -238,6 +238,11 @@ const maxLoggedPath = 128
 // loggedPath is the request's path for the log, cut to maxLoggedPath bytes.
 func loggedPath(req *events.APIGatewayV2HTTPRequest) string {
 	p := RequestPath(req)
+	// A member's route names a user in its path: logged as its pattern,
+	// with the space's id, never the member's.
+	if params, ok := matchPattern(SpaceMemberPath, p); ok {
+		return strings.Replace(SpaceMemberPath, "{spaceId}", params["spaceId"], 1)
+	}
 	if len(p) <= maxLoggedPath {
 		return p
 	}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -8,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
@@ -183,4 +187,70 @@ func TestCreatingASpaceIsExactlyOnce(t *testing.T) {
 	reserved := strings.Replace(apitest.EventBody(t, uuid.NewString()), `"note.created"`, `"space.member_added"`, 1)
 	apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), reserved), 400, "VALIDATION_FAILED")
 	apitest.WantResponse(t, do(hs, "POST", api.SpacesPath, "space#x", uuid.NewString(), `{"id":"`+uuid.NewString()+`","name":"x"}`), 403, "CALLER_ID_UNSUPPORTED")
+}
+
+// TestSpacesHostileInput: bad ids, bodies and paths on the spaces' routes
+// are refused with a code, write nothing, and no member's id reaches the
+// logs (a member's route carries one in its path).
+func TestSpacesHostileInput(t *testing.T) {
+	hs := apitest.New(t)
+	s := newSpace(t, hs, "alice")
+	secret := "secret-member-7f3a"
+	apitest.WantResponse(t, s.add(t, "alice", secret, "writer"), 201, "")
+	writes := func() int { return hs.LedgerCount() + itemCount(t, hs) }
+	members := s.path(api.SpaceMembersPath)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"space id in capitals", "POST", "/api/v1/spaces/" + strings.ToUpper(s.id) + "/events", apitest.EventBody(t, uuid.NewString()), 400, "VALIDATION_FAILED"},
+		{"space id not a UUID", "GET", "/api/v1/spaces/..%2F..%2Fsync/events", "", 400, "VALIDATION_FAILED"},
+		{"a space created with an id in capitals", "POST", api.SpacesPath, `{"id":"` + strings.ToUpper(uuid.NewString()) + `","name":"x"}`, 400, "VALIDATION_FAILED"},
+		{"a space with an empty name", "POST", api.SpacesPath, `{"id":"` + uuid.NewString() + `","name":""}`, 400, "VALIDATION_FAILED"},
+		{"a space with a name of 101 characters", "POST", api.SpacesPath, `{"id":"` + uuid.NewString() + `","name":"` + strings.Repeat("é", 101) + `"}`, 400, "VALIDATION_FAILED"},
+		{"a space body with another member", "POST", api.SpacesPath, `{"id":"` + uuid.NewString() + `","name":"x","owner":"mallory"}`, 400, "VALIDATION_FAILED"},
+		{"a member of no role", "POST", members, `{"member":"bob"}`, 400, "VALIDATION_FAILED"},
+		{"a member of an unknown role", "POST", members, `{"member":"bob","role":"admin"}`, 400, "VALIDATION_FAILED"},
+		{"a member named like a space's stream", "POST", members, `{"member":"space#` + s.id + `","role":"writer"}`, 400, "VALIDATION_FAILED"},
+		{"a member of 257 characters", "POST", members, `{"member":"` + strings.Repeat("m", 257) + `","role":"writer"}`, 400, "VALIDATION_FAILED"},
+		{"a member given as a number", "POST", members, `{"member":7,"role":"writer"}`, 400, "VALIDATION_FAILED"},
+		{"a member's id badly escaped", "DELETE", members + "/%zz", "", 400, "VALIDATION_FAILED"},
+		{"the service's own event type", "POST", s.path(api.SpaceEventsPath), strings.Replace(apitest.EventBody(t, uuid.NewString()), `"note.created"`, `"space.member_removed"`, 1), 400, "VALIDATION_FAILED"},
+		{"a deletion notice's type", "POST", s.path(api.SpaceEventsPath), strings.Replace(apitest.EventBody(t, uuid.NewString()), `"note.created"`, `"event.deleted"`, 1), 400, "VALIDATION_FAILED"},
+		{"a batch of 98 in a space", "POST", s.path(api.SpaceBatchPath), batchOfN(t, 98), 400, "VALIDATION_FAILED"},
+		{"an event id that is no UUID", "DELETE", s.path(api.SpaceEventsPath) + "/not-a-uuid", "", 400, "VALIDATION_FAILED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := writes()
+			resp := do(hs, tc.method, tc.path, "alice", uuid.NewString(), tc.body)
+			apitest.WantResponse(t, resp, tc.status, tc.code)
+			if after := writes(); after != before {
+				t.Fatalf("a refused request wrote %d items", after-before)
+			}
+		})
+	}
+	apitest.WantResponse(t, s.remove(t, "alice", secret), 200, "")
+	if logs := hs.Logs(); strings.Contains(logs, secret) {
+		t.Errorf("a member's id is in the logs:\n%s", logs)
+	}
+}
+
+// itemCount is every item of the events table: events, heads, spaces'
+// items.
+func itemCount(t *testing.T, hs *apitest.Harness) int {
+	t.Helper()
+	out, err := hs.B.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(hs.B.Tables.Events), Select: types.SelectCount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(out.Count)
+}
+
+func batchOfN(t *testing.T, n int) string {
+	evs := make([]string, n)
+	for i := range evs {
+		evs[i] = apitest.EventBody(t, uuid.NewString())
+	}
+	return `{"events":[` + strings.Join(evs, ",") + `]}`
 }
