@@ -93,7 +93,17 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 		return nil, fmt.Errorf("%s=stream, but the table %s has no stream", envLiveSource, table)
 	case streamARN != "":
 		l.source = "stream"
-		go streamfeed.Poll(ctx, streamfeed.LocalClient(endpoint), streamARN, mapping, 250*time.Millisecond)
+		// Serve once the stream is read from here on: a commit answered
+		// after start-up is never missed.
+		ready := make(chan struct{})
+		go streamfeed.Poll(ctx, streamfeed.LocalClient(endpoint), streamARN, mapping, 250*time.Millisecond, func() { close(ready) })
+		select {
+		case <-ready:
+		case <-time.After(10 * time.Second):
+			log.Warn("the events table's stream is not read yet; pokes of the first commits may be missed")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	default:
 		l.source = "answers"
 		l.commits = &streamfeed.Synthesized{Read: func(ctx context.Context, user string) (events.DynamoDBEventRecord, bool, error) {

@@ -72,7 +72,7 @@ func TestPokesFromTheEventsTablesStream(t *testing.T) {
 			m := &streamfeed.Mapping{Function: handler(pub, slog.New(slog.DiscardHandler)), Filter: filter, BatchSize: 100, MaxRetries: 2, RetryBase: 20 * time.Millisecond}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			go streamfeed.Poll(ctx, streamfeed.LocalClient(hs.B.Endpoint), arn, m, 50*time.Millisecond)
+			go streamfeed.Poll(ctx, streamfeed.LocalClient(hs.B.Endpoint), arn, m, 50*time.Millisecond, nil)
 
 			users := []string{"u-" + uuid.NewString()[:8], "u-" + uuid.NewString()[:8], "u-" + uuid.NewString()[:8]}
 			post := func(user string) {

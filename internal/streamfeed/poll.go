@@ -40,13 +40,19 @@ type shard struct {
 // poller does; an expired iterator is replaced after the last record
 // delivered, and one past the stream's trim horizon by the horizon. A
 // batch given up after its retries is skipped: a shard never stalls.
-func Poll(ctx context.Context, client StreamsAPI, streamARN string, m *Mapping, interval time.Duration) {
+//
+// ready, if set, is called once the shards open at the start have their
+// iterators: a record written after it is delivered.
+func Poll(ctx context.Context, client StreamsAPI, streamARN string, m *Mapping, interval time.Duration, ready func()) {
 	var shards []*shard // in the order found
 	for first := true; ; {
 		// The shards of the first description that succeeds are the ones
 		// open at the start.
-		if discover(ctx, client, streamARN, &shards, first, m) {
+		if discover(ctx, client, streamARN, &shards, first, m) && first {
 			first = false
+			if ready != nil {
+				ready()
+			}
 		}
 		for _, sh := range shards {
 			if !sh.closed && parentRead(shards, sh) {

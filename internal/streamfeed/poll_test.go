@@ -147,9 +147,9 @@ func TestPollFollowsShardsThroughFaults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { streamfeed.Poll(ctx, f, "arn", m, time.Millisecond); close(done) }()
-
-	time.Sleep(20 * time.Millisecond) // Poll has its iterators
+	ready := make(chan struct{})
+	go func() { streamfeed.Poll(ctx, f, "arn", m, time.Millisecond, func() { close(ready) }); close(done) }()
+	<-ready // Poll has its iterators
 	f.add("A", 3)                     // 000003-000005
 	waitFor("A's new records", func(d []string) bool { return slices.Contains(d, "000005") })
 	f.fail("GetRecords", &st.ExpiredIteratorException{Message: aws.String("expired")})
