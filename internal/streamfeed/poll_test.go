@@ -149,8 +149,8 @@ func TestPollFollowsShardsThroughFaults(t *testing.T) {
 	done := make(chan struct{})
 	ready := make(chan struct{})
 	go func() { streamfeed.Poll(ctx, f, "arn", m, time.Millisecond, func() { close(ready) }); close(done) }()
-	<-ready // Poll has its iterators
-	f.add("A", 3)                     // 000003-000005
+	<-ready       // Poll has its iterators
+	f.add("A", 3) // 000003-000005
 	waitFor("A's new records", func(d []string) bool { return slices.Contains(d, "000005") })
 	f.fail("GetRecords", &st.ExpiredIteratorException{Message: aws.String("expired")})
 	f.add("A", 1) // 000006: read through a new iterator after 000005
