@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,13 +29,19 @@ type DeletionPayload struct {
 	ID string `json:"id"`
 }
 
-const attrDeleted, attrAuthor, attrPayload = "deleted", "author", "payload"
+const attrDeleted, attrAuthor, attrPayload, attrType = "deleted", "author", "payload", "type"
 
 // The answers to a deletion that cannot be made.
 var (
 	ErrEventNotFound  = errcode.New("EVENT_NOT_FOUND", "No event with this id is stored here")
 	ErrAlreadyDeleted = errcode.New("EVENT_ALREADY_DELETED", "This event is deleted already")
+	ErrNotDeletable   = errcode.New("EVENT_NOT_DELETABLE", "This is an event the service wrote (a membership change or a deletion's notice): it cannot be deleted")
 )
+
+func isReserved(v types.AttributeValue) bool {
+	t, ok := v.(*types.AttributeValueMemberS)
+	return ok && syncevent.Reserved(t.Value)
+}
 
 // deletionGuard builds the guard of a deletion's commit: in a space, the
 // caller's role (an owner, or a writer deleting their own event); the
@@ -62,24 +69,39 @@ func (l *Log) deletionGuard(ctx context.Context, stream, caller string, evs []sy
 			ownOnly = true
 		}
 	}
+	// The payload and the author go; the position, id, type and times
+	// stay. The service's own events (membership changes, notices) are no
+	// one's to delete: a notice deleted would hide the deletion it tells.
 	tomb := &types.Update{
-		TableName:                aws.String(l.table),
-		Key:                      key(stream, p.ID),
-		UpdateExpression:         aws.String("SET #p = :empty, #del = :yes"),
-		ConditionExpression:      aws.String("attribute_exists(#rk) AND attribute_not_exists(#del)"),
-		ExpressionAttributeNames: map[string]string{"#p": attrPayload, "#del": attrDeleted, "#rk": attrReceivedKey},
+		TableName:        aws.String(l.table),
+		Key:              key(stream, p.ID),
+		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
+		ConditionExpression: aws.String("attribute_exists(#rk) AND attribute_not_exists(#del) AND NOT (#t IN (" +
+			strings.Join(reservedValues(), ", ") + "))"),
+		ExpressionAttributeNames: map[string]string{"#p": attrPayload, "#del": attrDeleted, "#rk": attrReceivedKey, "#a": attrAuthor, "#t": attrType},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":empty": str("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
 		},
 	}
+	for i, t := range syncevent.ReservedTypes {
+		tomb.ExpressionAttributeValues[fmt.Sprintf(":rt%d", i)] = str(t)
+	}
 	if ownOnly {
 		tomb.ConditionExpression = aws.String(*tomb.ConditionExpression + " AND #a = :me")
-		tomb.ExpressionAttributeNames["#a"] = attrAuthor
 		tomb.ExpressionAttributeValues[":me"] = str(caller)
 	}
 	g.check(types.TransactWriteItem{Update: tomb}, nil)
 	g.explain[len(g.writes)-1] = func(ctx context.Context) error { return l.whyNotDeleted(ctx, stream, p.ID) }
 	return g, nil
+}
+
+// reservedValues are the placeholders of syncevent.ReservedTypes.
+func reservedValues() []string {
+	out := make([]string, len(syncevent.ReservedTypes))
+	for i := range out {
+		out[i] = fmt.Sprintf(":rt%d", i)
+	}
+	return out
 }
 
 // whyNotDeleted reads the event a deletion could not make a tombstone of.
@@ -94,6 +116,8 @@ func (l *Log) whyNotDeleted(ctx context.Context, stream, id string) error {
 		return ErrEventNotFound
 	case out.Item[attrDeleted] != nil:
 		return ErrAlreadyDeleted
+	case isReserved(out.Item[attrType]):
+		return ErrNotDeletable
 	default:
 		return ErrRoleForbids // a writer, another's event
 	}

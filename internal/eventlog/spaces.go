@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -32,7 +33,7 @@ import (
 // a removal commits: the removal deletes that item, and a transaction
 // whose condition read it either commits before the removal (its position
 // below the removal's) or fails. Membership changes are commits too: each
-// writes an event of a reserved type (syncevent.ReservedTypePrefix) at the
+// writes an event of a reserved type (syncevent.ReservedTypes) at the
 // space's next position, so a space's stream orders them with its events.
 
 // Roles of a space's members.
@@ -47,9 +48,9 @@ func ValidRole(r string) bool { return r == RoleOwner || r == RoleWriter || r ==
 
 // Event types of membership changes, written by the service alone.
 const (
-	TypeSpaceCreated  = syncevent.ReservedTypePrefix + "created"
-	TypeMemberAdded   = syncevent.ReservedTypePrefix + "member_added"
-	TypeMemberRemoved = syncevent.ReservedTypePrefix + "member_removed"
+	TypeSpaceCreated  = syncevent.SpaceCreatedType
+	TypeMemberAdded   = syncevent.MemberAddedType
+	TypeMemberRemoved = syncevent.MemberRemovedType
 )
 
 // MembershipPayload is the payload of TypeSpaceCreated (Name) and of
@@ -128,7 +129,7 @@ func (l *Log) spaceGuard(ctx context.Context, stream, caller string, evs []synce
 	if op == syncevent.DeletedType {
 		return l.deletionGuard(ctx, stream, caller, evs)
 	}
-	if !strings.HasPrefix(op, syncevent.ReservedTypePrefix) {
+	if op != TypeSpaceCreated && op != TypeMemberAdded && op != TypeMemberRemoved {
 		g.check(l.roleCheck(stream, caller, RoleOwner, RoleWriter), nil)
 		return g, nil
 	}
@@ -171,7 +172,24 @@ func (l *Log) spaceGuard(ctx context.Context, stream, caller string, evs []synce
 		if p.Member == caller {
 			gone = ErrNotMember // leaving a space one is not in
 		}
-		g.check(l.deleteMember(stream, p.Member, had, found), gone)
+		if !found {
+			had = noRole // a condition no member item meets
+		}
+		g.check(l.deleteMember(stream, p.Member, had), nil)
+		// The member item as read is what the delete is conditioned on:
+		// gone, or changed (added back, another role) since; then read it
+		// again and make the removal anew, at what is there now.
+		g.explain = map[int]func(context.Context) error{len(g.writes) - 1: func(ctx context.Context) error {
+			_, now, err := l.Role(ctx, stream, p.Member)
+			switch {
+			case err != nil:
+				return err
+			case now || found:
+				return fmt.Errorf("%w: the member changed while being removed", idempotency.ErrTransactionConflict)
+			default:
+				return gone
+			}
+		}}
 		p.Role = had
 		if g.payload, err = json.Marshal(p); err != nil {
 			return nil, err
@@ -279,16 +297,14 @@ func (l *Log) countMembers(stream string, delta int, owner bool) types.TransactW
 	}}
 }
 
-// deleteMember deletes member's item if it still has the role read; found
-// false makes a write that fails, so that the commit still tells a replay
-// (its key recorded) from a member who is not there.
-func (l *Log) deleteMember(stream, member, role string, found bool) types.TransactWriteItem {
-	if !found {
-		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-			TableName: aws.String(l.table), Key: key(stream, memberPrefix+member),
-			ConditionExpression: aws.String("attribute_exists(#r)"), ExpressionAttributeNames: map[string]string{"#r": attrRole},
-		}}
-	}
+// noRole is no role: a member item never holds it.
+const noRole = "none"
+
+// deleteMember deletes member's item if it still has role, the role read
+// (noRole when it was not there: a condition no item meets, so that the commit
+// still fails, and still tells a replay, its key recorded, from a member
+// who is not there, even if one is added meanwhile).
+func (l *Log) deleteMember(stream, member, role string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(l.table), Key: key(stream, memberPrefix+member),
 		ConditionExpression:       aws.String("#r = :r"),

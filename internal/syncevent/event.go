@@ -8,6 +8,7 @@ package syncevent
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -27,18 +28,23 @@ const MaxTypeLen = 64
 // it): fixed width, so that timestamps sort as strings in time order.
 const TimestampLayout = "2006-01-02T15:04:05.000Z"
 
-// ReservedTypePrefix begins the types of a space's membership changes,
-// and DeletedType is the type of the notice of a deletion: the service
-// writes these events itself, and no client event may have such a type.
+// The types of the events the service writes itself: a space's
+// membership changes, and the notice of a deletion. No client event may
+// have one (only these exact types: a client's own "space.…" or "event.…"
+// types stay theirs, and a retry of one stored before these existed still
+// replays).
 const (
-	ReservedTypePrefix = "space."
-	DeletedType        = "event.deleted"
+	SpaceCreatedType  = "space.created"
+	MemberAddedType   = "space.member_added"
+	MemberRemovedType = "space.member_removed"
+	DeletedType       = "event.deleted"
 )
 
+// ReservedTypes lists them.
+var ReservedTypes = []string{SpaceCreatedType, MemberAddedType, MemberRemovedType, DeletedType}
+
 // Reserved reports whether typ is the service's own.
-func Reserved(typ string) bool {
-	return strings.HasPrefix(typ, ReservedTypePrefix) || strings.HasPrefix(typ, "event.")
-}
+func Reserved(typ string) bool { return slices.Contains(ReservedTypes, typ) }
 
 // Event is one stored event of one stream: a user's own, or a space's.
 type Event struct {
@@ -124,7 +130,7 @@ func Read(canonical []byte) (Event, errcode.FieldErrors) {
 		if n := utf8.RuneCountInString(s); n < 1 || n > MaxTypeLen {
 			add("type", fmt.Sprintf("must be 1 to %d characters long, got %d", MaxTypeLen, n))
 		} else if Reserved(s) {
-			add("type", fmt.Sprintf("types beginning with %q or %q are the service's own", ReservedTypePrefix, "event."))
+			add("type", fmt.Sprintf("%q is a type of the service's own events (%s)", s, strings.Join(ReservedTypes, ", ")))
 		} else {
 			ev.Type = s
 		}

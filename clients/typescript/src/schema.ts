@@ -324,7 +324,7 @@ export interface components {
          * @description The closed list of codes a client can branch on.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_NOT_FOUND" | "EVENT_ALREADY_EXISTS" | "EVENT_ALREADY_DELETED" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_NOT_FOUND" | "EVENT_ALREADY_EXISTS" | "EVENT_ALREADY_DELETED" | "EVENT_NOT_DELETABLE" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
         Error: {
             error: components["schemas"]["ErrorCode"];
             /** @description A sentence for a person; not for branching on. */
@@ -381,10 +381,10 @@ export interface components {
         NewEvent: {
             id: components["schemas"]["EventId"];
             /**
-             * @description 1 to 64 characters. Types beginning with `space.` or `event.`
-             *     are reserved for the events the service writes itself (a
-             *     space's membership changes, deletion notices): an event of such
-             *     a type is refused with 400
+             * @description 1 to 64 characters. The types `space.created`,
+             *     `space.member_added`, `space.member_removed` and `event.deleted`
+             *     are the service's own (a space's membership changes, deletion
+             *     notices): an event of one of them is refused with 400
              *     `VALIDATION_FAILED` on field `type`, in the caller's own stream
              *     as in a space's.
              */
@@ -456,7 +456,7 @@ export interface components {
         SpaceId: string;
         /** @description 1 to 100 characters. */
         SpaceName: string;
-        /** @description A user, named by their token's `sub`; 1 to 256 characters, not beginning with `space#`. */
+        /** @description A user, named by their token's `sub`; 1 to 254 characters (a sort key holds 1,024 bytes), not beginning with `space#`. */
         MemberId: string;
         /**
          * @description A member's role in a space. Every member reads the space's events;
@@ -881,7 +881,9 @@ export interface operations {
             };
             /**
              * @description `EVENT_ALREADY_DELETED`: the event is deleted already (under
-             *     another key). `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the
+             *     another key). `EVENT_NOT_DELETABLE`: the event is one the service
+             *     wrote (a membership change, a deletion's notice).
+             *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the
              *     key was used for another request (a client bug: do not retry).
              *     `USER_STORAGE_FULL`: the stream's stored items have reached the
              *     storage limit. Nothing was changed.
@@ -1375,7 +1377,9 @@ export interface operations {
             };
             /**
              * @description `EVENT_ALREADY_DELETED`: the event is deleted already (under
-             *     another key). `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the
+             *     another key). `EVENT_NOT_DELETABLE`: the event is one the service
+             *     wrote (a membership change, a deletion's notice).
+             *     `IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD`: the
              *     key was used for another request (a client bug: do not retry).
              *     `USER_STORAGE_FULL`: the stream's stored items have reached the
              *     storage limit. Nothing was changed.

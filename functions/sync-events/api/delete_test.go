@@ -122,8 +122,18 @@ func TestWhoMayDeleteInASpace(t *testing.T) {
 	}
 	apitest.WantResponse(t, do(hs, "DELETE", at(bobs), "bob", uuid.NewString(), ""), 200, "")
 	apitest.WantResponse(t, do(hs, "DELETE", at(alices), "alice", uuid.NewString(), ""), 200, "")
-	_, types, _, _ := s.pull(t, "carol")
-	if n := len(types); n < 2 || types[n-1] != "event.deleted" || types[n-2] != "event.deleted" {
-		t.Errorf("the space's stream ends %v, want two notices", types)
+	ids, types, authors, _ := s.pull(t, "carol")
+	n := len(types)
+	if n < 2 || types[n-1] != "event.deleted" || types[n-2] != "event.deleted" {
+		t.Fatalf("the space's stream ends %v, want two notices", types)
 	}
+	for i, id := range ids {
+		if (id == bobs || id == alices) && authors[i] != "" {
+			t.Errorf("the tombstone of %s still names its author %q", id, authors[i])
+		}
+	}
+	// The service's own events are no one's to delete: not a notice (it
+	// would hide the deletion it tells), not a membership change.
+	apitest.WantResponse(t, do(hs, "DELETE", at(ids[n-1]), "alice", uuid.NewString(), ""), 409, "EVENT_NOT_DELETABLE")
+	apitest.WantResponse(t, do(hs, "DELETE", at(ids[0]), "alice", uuid.NewString(), ""), 409, "EVENT_NOT_DELETABLE")
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/metrics"
@@ -29,7 +30,7 @@ const (
 	SpaceEventsPath     = SpacePath + "/events"
 	SpaceBatchPath      = SpaceEventsPath + "/batch"
 	maxSpaceNameLen     = 100
-	maxMemberLen        = 256
+	maxMemberLen        = 254                // "member#" and 254 characters of up to 4 bytes: at most 1,023 bytes, a sort key's 1,024
 	MaxSpaceBatchEvents = MaxBatchEvents - 1 // the caller's role check is one more action
 )
 
@@ -37,6 +38,7 @@ const (
 var spaceStatuses = map[errcode.Code]int{
 	eventlog.ErrEventNotFound.Code:  http.StatusNotFound,
 	eventlog.ErrAlreadyDeleted.Code: http.StatusConflict,
+	eventlog.ErrNotDeletable.Code:   http.StatusConflict,
 	eventlog.ErrSpaceExists.Code:    http.StatusConflict,
 	eventlog.ErrSpacesLimit.Code:    http.StatusConflict,
 	eventlog.ErrNotMember.Code:      http.StatusForbidden,
@@ -56,8 +58,22 @@ func stream(r *mutation.Request) (string, error) {
 	if !ok {
 		return r.User, nil
 	}
+	if err := spaceCaller(r.User); err != nil {
+		return "", err
+	}
 	return spaceStream(id)
 }
+
+// spaceCaller refuses a caller whose sub cannot name a member: a member's
+// sort key ("member#" and the sub) holds at most 1,024 bytes.
+func spaceCaller(sub string) error {
+	if len(memberKeyPrefix)+len(sub) > dynamodbstore.MaxSortKeyBytes {
+		return errCallerIDUnsupported
+	}
+	return nil
+}
+
+const memberKeyPrefix = "member#"
 
 func spaceStream(id string) (string, error) {
 	parsed, ok := idempotency.ParseUUID(id)
@@ -78,6 +94,9 @@ func createSpace(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event
 	var b newSpace
 	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
 		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid space: the body must be {"id": a UUID, "name": 1 to 100 characters}`, errcode.Field{Field: "body"})
+	}
+	if err := spaceCaller(r.User); err != nil {
+		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
 	st, err := spaceStream(b.ID)
 	if err != nil {
@@ -146,7 +165,7 @@ func removeMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Even
 }
 
 func checkMember(m string) error {
-	if n := utf8.RuneCountInString(m); n < 1 || n > maxMemberLen || !utf8.ValidString(m) || eventlog.IsSpaceStream(m) {
+	if n := utf8.RuneCountInString(m); n < 1 || n > maxMemberLen || !utf8.ValidString(m) || eventlog.IsSpaceStream(m) || spaceCaller(m) != nil {
 		return errcode.Invalid(fmt.Sprintf("member must be a user id: 1 to %d characters", maxMemberLen), errcode.Field{Field: "member"})
 	}
 	return nil
@@ -219,6 +238,9 @@ func (h *Handler) listSpaceEvents(ctx context.Context, r *request) (events.APIGa
 		return h.fail(err, method)
 	}
 	st, err := spaceStream(r.params["spaceId"])
+	if err == nil {
+		err = spaceCaller(caller)
+	}
 	if err != nil {
 		return h.fail(err, method)
 	}

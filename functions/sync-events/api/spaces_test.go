@@ -186,6 +186,10 @@ func TestCreatingASpaceIsExactlyOnce(t *testing.T) {
 	apitest.WantResponse(t, do(hs, "POST", api.SpacesPath, "bob", uuid.NewString(), body), 409, "SPACE_ALREADY_EXISTS")
 	reserved := strings.Replace(apitest.EventBody(t, uuid.NewString()), `"note.created"`, `"space.member_added"`, 1)
 	apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), reserved), 400, "VALIDATION_FAILED")
+	// Only the service's exact types are its own: a client's "space.…" or
+	// "event.…" type is the client's.
+	theirs := strings.Replace(apitest.EventBody(t, uuid.NewString()), `"note.created"`, `"event.opened"`, 1)
+	apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), theirs), 201, "")
 	apitest.WantResponse(t, do(hs, "POST", api.SpacesPath, "space#x", uuid.NewString(), `{"id":"`+uuid.NewString()+`","name":"x"}`), 403, "CALLER_ID_UNSUPPORTED")
 }
 
