@@ -15,6 +15,15 @@
 // a read stops before the first position that does not follow the last
 // (docs/design.md has the whole argument).
 //
-// It owns the events table's definition (keys, index) and its items; it
-// knows nothing of HTTP, and what an event is is package syncevent's.
+// A stream is a user's own events, or a space's (spaces.go): a space's
+// partition holds its head and events as a user's does, and its members'
+// items, and every commit to it checks the writer's role in the same
+// transaction. An event is never removed: a deletion (delete.go) makes it
+// a tombstone at its position and writes a notice at the next. The
+// stream's head writes, read from the table's stream, tell devices that a
+// stream moved (HeadChange, HeadStreamFilter).
+//
+// It owns the events table's definition (keys, index, stream) and its
+// items; it knows nothing of HTTP, and what an event is is package
+// syncevent's.
 package eventlog
