@@ -1,7 +1,8 @@
-// Package poke tells a user's devices that their events moved. From a
-// batch of the events table's stream records it makes one poke per user
-// whose head moved, "your head is now at cursor C", and publishes it on
-// that user's channel of an AppSync Events API. A poke carries no event
+// Package poke tells devices that a stream's events moved. From a batch of
+// the events table's stream records it makes one poke per stream whose
+// head moved, "the head is now at cursor C", and publishes it on that
+// stream's channel of an AppSync Events API: a user's own, /users/<sub>,
+// or a space's, /spaces/<id>. A poke carries no event
 // data: a device that gets one pulls, and the pull, with its
 // authorization, stays the only way to read events.
 //
