@@ -76,8 +76,11 @@ it("a shared list between two users: each sees the other's notes with their auth
   const space = await a.locator("#spaces").inputValue();
   assert.match(space, /^[0-9a-f-]{36}$/);
   await a.fill("#member", bob);
+  // The answer to the add, not the status line: the list's next sync
+  // writes over "added …" at once.
+  const added = a.waitForResponse((r) => r.url().endsWith(`/api/v1/spaces/${space}/members`) && r.request().method() === "POST");
   await a.click("#member-add");
-  await a.waitForSelector(`#shared-status:has-text("added ${bob} as writer")`);
+  assert.equal((await added).status(), 201);
   await addShared(a, "oat milk");
 
   // Bob's page finds the list by polling, and alice's note in it.
