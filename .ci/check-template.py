@@ -91,7 +91,7 @@ def main(path):
     cors = cors_of(",".join(ORIGINS))
     check(isinstance(cors, dict) and cors.get("allowOrigins") == ORIGINS,
           f"two comma-separated CorsAllowOrigins become a list of two origins: {cors}")
-    check(cors.get("allowMethods") == ["GET", "POST"] and "idempotency-key" in cors.get("allowHeaders", [])
+    check(cors.get("allowMethods") == ["GET", "POST", "DELETE"] and "idempotency-key" in cors.get("allowHeaders", [])
           and "idempotent-replayed" in cors.get("exposeHeaders", []), "CORS keeps its methods and headers")
     one = cors_of(ORIGINS[0])
     check(one.get("allowOrigins") == ORIGINS[:1], f"one origin stays a list of one: {one.get('allowOrigins')}")

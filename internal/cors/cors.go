@@ -28,7 +28,7 @@ type Policy struct {
 // replay) and Retry-After (to honour it), which a browser hides from a
 // cross-origin page unless they are exposed.
 var API = Policy{
-	AllowMethods:  []string{"GET", "POST"},
+	AllowMethods:  []string{"GET", "POST", "DELETE"},
 	AllowHeaders:  []string{"authorization", "content-type", "idempotency-key"},
 	ExposeHeaders: []string{"idempotent-replayed", "retry-after"},
 	MaxAge:        600,

@@ -48,7 +48,7 @@ func TestWrapAnswersAsAPIGateway(t *testing.T) {
 	}{
 		{"preflight, allowed", "OPTIONS", "http://localhost:5173", "POST", 204, map[string]string{
 			"Access-Control-Allow-Origin":   "http://localhost:5173",
-			"Access-Control-Allow-Methods":  "GET,POST",
+			"Access-Control-Allow-Methods":  "GET,POST,DELETE",
 			"Access-Control-Allow-Headers":  "authorization,content-type,idempotency-key",
 			"Access-Control-Max-Age":        "600",
 			"Access-Control-Expose-Headers": "",
