@@ -16,7 +16,8 @@ will build) and check the resources it generates, not the template's intent:
   headers; the web ACL is made only in us-east-1, and none of it exists
   with Edge=none;
 - live sync: one event source mapping, from the events table's stream to
-  the poke function, filtered to head writes, its retries bounded; the Event
+  the poke function, filtered to head writes, its retries bounded
+  (retention's, the other, made only with EventRetentionDays above 0); the Event
   API takes the HTTP API's issuer and audiences to connect and subscribe,
   IAM alone to publish, and no API key.
 
@@ -150,11 +151,31 @@ def main(path):
         sys.exit(f"{len(failures)} check(s) failed")
 
 
+def check_retention_mapping(mappings):
+    """Retention's mapping exists only with EventRetentionDays above 0, and
+    reads the head writes of the events table's stream, batched."""
+    check(len(mappings) == 1, f"one mapping feeds the retention function: {len(mappings)}")
+    if not mappings:
+        return
+    r = mappings[0]
+    m = r["Properties"]
+    check(r.get("Condition") == "RetainEvents", f"retention's mapping is made only when events are to go: {r.get('Condition')}")
+    check(m.get("EventSourceArn") == {"Fn::GetAtt": ["EventsTable", "StreamArn"]}, f"retention reads the events table's stream: {m.get('EventSourceArn')}")
+    patterns = [json.loads(f["Pattern"]) for f in m.get("FilterCriteria", {}).get("Filters", [])]
+    check(patterns == [{"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"event_id": {"S": ["head"]}}}}],
+          f"retention's filter passes head writes only: {patterns}")
+    check(m.get("MaximumBatchingWindowInSeconds") == 300 and m.get("BatchSize") == 1000,
+          f"retention trims a busy stream once a 5-minute batch: {m.get('BatchSize')} {m.get('MaximumBatchingWindowInSeconds')}")
+
+
 def check_live(res):
     """Live sync as CloudFormation builds it: the stream mapping that feeds
     the poke function, and the Event API's auth."""
-    mappings = [r["Properties"] for r in res.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
-    check(len(mappings) == 1, f"one event source mapping: {len(mappings)}")
+    all_mappings = [r for r in res.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    check(len(all_mappings) == 2, f"two event source mappings (poke, retention): {len(all_mappings)}")
+    check_retention_mapping([r for r in all_mappings if r["Properties"].get("FunctionName") == {"Ref": "RetentionFunction"}])
+    mappings = [r["Properties"] for r in all_mappings if r["Properties"].get("FunctionName") != {"Ref": "RetentionFunction"}]
+    check(len(mappings) == 1, f"one event source mapping besides retention's: {len(mappings)}")
     m = mappings[0] if mappings else {}
     check(m.get("EventSourceArn") == {"Fn::GetAtt": ["EventsTable", "StreamArn"]} and m.get("FunctionName") == {"Ref": "PokeFunction"},
           f"it feeds the events table's stream to the poke function: {m.get('EventSourceArn')} {m.get('FunctionName')}")

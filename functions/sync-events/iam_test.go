@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
@@ -16,6 +18,8 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 )
 
 // TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
@@ -129,7 +133,7 @@ func TestRoleGrantsEveryCallTheHandlerMakes(t *testing.T) {
 	}
 	recording.Store(false)
 
-	granted := roleGrants(t)
+	granted := roleGrants(t, "SyncEventsFunction")
 	var missing, unused []string
 	for res, actions := range needed {
 		for a := range actions {
@@ -200,10 +204,10 @@ func iamActions(t *testing.T, op string, body []byte) []iamNeed {
 	}
 }
 
-// roleGrants is the actions the function's role grants, by resource as
+// roleGrants is the actions the role of the template's function grants, by resource as
 // template.yaml writes it ("!GetAtt EventsTable.Arn"), read as
 // template_test.go reads the template.
-func roleGrants(t *testing.T) map[string][]string {
+func roleGrants(t *testing.T, function string) map[string][]string {
 	t.Helper()
 	raw, err := os.ReadFile("../../template.yaml")
 	if err != nil {
@@ -220,7 +224,7 @@ func roleGrants(t *testing.T) map[string][]string {
 	var fn struct {
 		Role iamValue `yaml:"Role"`
 	}
-	fnNode := tpl.Resources["SyncEventsFunction"].Properties
+	fnNode := tpl.Resources[function].Properties
 	if err := fnNode.Decode(&fn); err != nil {
 		t.Fatal(err)
 	}
@@ -268,4 +272,57 @@ func (v *iamValue) UnmarshalYAML(n *yaml.Node) error {
 		v.Tag = n.Tag
 	}
 	return n.Decode(&v.Value)
+}
+
+// TestRetentionRoleGrantsEveryCallATrimMakes: the retention function's
+// role grants what trimming really sends (the floor read and raised, the
+// positions queried, the events deleted), derived from the calls as for
+// the API's role, and no DynamoDB action it never needs.
+func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
+	hs := apitest.New(t)
+	for range 4 {
+		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
+	}
+	needed := map[string]map[string]bool{}
+	var mu sync.Mutex
+	hs.B.Transport.Observe(func(op string, body []byte) {
+		for _, n := range iamActions(t, op, body) {
+			res := "!GetAtt EventsTable.Arn"
+			if n.table != hs.B.Tables.Events {
+				t.Errorf("%s on table %q, not the events table", op, n.table)
+			}
+			if n.index != "" {
+				res = "!Sub ${EventsTable.Arn}/index/" + n.index
+			}
+			mu.Lock()
+			if needed[res] == nil {
+				needed[res] = map[string]bool{}
+			}
+			needed[res][n.action] = true
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() { hs.B.Transport.Observe(nil) })
+	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, nil, ratelimit.Bucket{})
+	if res, err := log.Trim(context.Background(), "alice", time.Now().Add(time.Hour), 100); err != nil || res.Removed != 3 {
+		t.Fatalf("Trim = %+v, %v", res, err)
+	}
+	if _, err := log.Trim(context.Background(), "alice", time.Now().Add(time.Hour), 100); err != nil { // the floor there already
+		t.Fatal(err)
+	}
+	granted := roleGrants(t, "RetentionFunction")
+	for res, actions := range needed {
+		for a := range actions {
+			if !slices.Contains(granted[res], a) {
+				t.Errorf("the retention role does not grant %s on %s: the call would fail with AccessDenied", a, res)
+			}
+		}
+	}
+	for res, actions := range granted {
+		for _, a := range actions {
+			if strings.HasPrefix(a, "dynamodb:") && !strings.HasSuffix(res, "StreamArn") && !needed[res][a] {
+				t.Errorf("the retention role grants %s on %s, which trimming never needs", a, res)
+			}
+		}
+	}
 }

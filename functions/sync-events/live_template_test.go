@@ -14,40 +14,15 @@ import (
 )
 
 // TestTemplateLiveSyncIsTheCodes holds the template's live sync to the
-// code: the stream mapping passes what eventlog.HeadStreamFilter passes
+// code: the stream mappings pass what eventlog.HeadStreamFilter passes
 // (make run's stand-in applies that constant), from the events table's
 // stream; the namespace is package poke's; the poke function's role may
 // publish there and nowhere else, and no role may subscribe.
 func TestTemplateLiveSyncIsTheCodes(t *testing.T) {
 	tpl := loadTemplate(t)
-	fn := decode[struct {
-		Role   cfnValue `yaml:"Role"`
-		Events map[string]struct {
-			Type       string `yaml:"Type"`
-			Properties struct {
-				Stream           cfnValue `yaml:"Stream"`
-				StartingPosition string   `yaml:"StartingPosition"`
-				FilterCriteria   struct {
-					Filters []struct {
-						Pattern string `yaml:"Pattern"`
-					} `yaml:"Filters"`
-				} `yaml:"FilterCriteria"`
-			} `yaml:"Properties"`
-		} `yaml:"Events"`
-	}](t, tpl.Resources["PokeFunction"].Properties)
-	heads, ok := fn.Events["Heads"]
-	if !ok || heads.Type != "DynamoDB" || heads.Properties.Stream != (cfnValue{"!GetAtt", "EventsTable.StreamArn"}) || len(heads.Properties.FilterCriteria.Filters) != 1 {
-		t.Fatalf("the poke function's stream event: %+v", fn.Events)
-	}
-	var got, want any
-	if err := json.Unmarshal([]byte(heads.Properties.FilterCriteria.Filters[0].Pattern), &got); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal([]byte(eventlog.HeadStreamFilter), &want); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("filter %v, want eventlog.HeadStreamFilter %v", got, want)
+	// The retention function hears the same head records.
+	for _, function := range []string{"PokeFunction", "RetentionFunction"} {
+		fnHeadsAreTheCodes(t, tpl, function)
 	}
 
 	ns := decode[struct {
@@ -98,5 +73,40 @@ func TestTemplateLiveSyncIsTheCodes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// fnHeadsAreTheCodes: function's stream event reads the events table's
+// stream through eventlog.HeadStreamFilter.
+func fnHeadsAreTheCodes(t *testing.T, tpl template, function string) {
+	t.Helper()
+	fn := decode[struct {
+		Role   cfnValue `yaml:"Role"`
+		Events map[string]struct {
+			Type       string `yaml:"Type"`
+			Properties struct {
+				Stream           cfnValue `yaml:"Stream"`
+				StartingPosition string   `yaml:"StartingPosition"`
+				FilterCriteria   struct {
+					Filters []struct {
+						Pattern string `yaml:"Pattern"`
+					} `yaml:"Filters"`
+				} `yaml:"FilterCriteria"`
+			} `yaml:"Properties"`
+		} `yaml:"Events"`
+	}](t, tpl.Resources[function].Properties)
+	heads, ok := fn.Events["Heads"]
+	if !ok || heads.Type != "DynamoDB" || heads.Properties.Stream != (cfnValue{"!GetAtt", "EventsTable.StreamArn"}) || len(heads.Properties.FilterCriteria.Filters) != 1 {
+		t.Fatalf("%s's stream event: %+v", function, fn.Events)
+	}
+	var got, want any
+	if err := json.Unmarshal([]byte(heads.Properties.FilterCriteria.Filters[0].Pattern), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(eventlog.HeadStreamFilter), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: filter %v, want eventlog.HeadStreamFilter %v", function, got, want)
 	}
 }

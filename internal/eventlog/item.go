@@ -71,12 +71,6 @@ func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 	}, nil
 }
 
-// isHead reports a user's head item.
-func isHead(item map[string]types.AttributeValue) bool {
-	id, ok := item[attrEventID].(*types.AttributeValueMemberS)
-	return ok && id.Value == headID
-}
-
 // head is a user's head item: the sequence number of their last
 // committed event, and their rate limit's bucket as that commit left it.
 // Both change only together, under the head's condition.

@@ -28,6 +28,10 @@ import (
 // both next time. Events from before sequence numbers (legacy positions)
 // have no such order and are read as they sort.
 //
+// A gap at the first position read may instead be retention's (Trim):
+// read from the start, the stream then starts at its floor; read from a
+// cursor below the floor, Read yields ErrCursorExpired.
+//
 // It reads batch items per Query as the caller asks for more (a Query
 // returns fewer when DynamoDB's 1 MB cap cuts it short, and the next one
 // carries on from there), with strong consistency, so that an event a
@@ -67,7 +71,19 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 					return
 				}
 				if !ev.Position.IsLegacy() && ev.Position.Seq != last.Seq+1 {
-					return // a gap: ev's predecessor is not visible yet
+					if last.IsLegacy() || last.Seq == after.Seq {
+						// A gap at the read's first position: that event may
+						// have been trimmed rather than not visible yet.
+						from, err := l.afterFloor(ctx, userID, after)
+						if err != nil {
+							yield(syncevent.Event{}, err)
+							return
+						}
+						last = from
+					}
+					if ev.Position.Seq != last.Seq+1 {
+						return // a gap: ev's predecessor is not visible yet
+					}
 				}
 				if !yield(ev, nil) {
 					return
@@ -133,8 +149,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // All reads every event of every user, as stored, with strong
-// consistency: for tests and operators, never a request's path. Head
-// items are passed over.
+// consistency: for tests and operators, never a request's path. Items
+// that are not events are passed over.
 func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
 	var all []syncevent.Event
 	in := &dynamodb.ScanInput{TableName: aws.String(l.table), ConsistentRead: aws.Bool(true)}
@@ -144,8 +160,8 @@ func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
 			return nil, fmt.Errorf("scan %s: %w", l.table, err)
 		}
 		for _, item := range page.Items {
-			if isHead(item) {
-				continue
+			if _, ok := item[attrReceivedKey]; !ok {
+				continue // a head, a floor, a space's meta or member item
 			}
 			ev, err := decodeEvent(item)
 			if err != nil {

@@ -34,8 +34,10 @@ const (
 	MaxSpaceBatchEvents = MaxBatchEvents - 1 // the caller's role check is one more action
 )
 
-// spaceStatuses are the statuses of the spaces' own codes.
+// spaceStatuses are the statuses of the event log's own codes: the
+// spaces', deletions' and retention's.
 var spaceStatuses = map[errcode.Code]int{
+	eventlog.ErrCursorExpired.Code:  http.StatusGone,
 	eventlog.ErrEventNotFound.Code:  http.StatusNotFound,
 	eventlog.ErrAlreadyDeleted.Code: http.StatusConflict,
 	eventlog.ErrNotDeletable.Code:   http.StatusConflict,

@@ -1,0 +1,191 @@
+package eventlog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// day0 is when the first event of a retention test was received; event
+// seq was received seq days later.
+var day0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func receivedOn(seq uint64) time.Time { return day0.Add(time.Duration(seq) * 24 * time.Hour) }
+
+// putReceived stores an event item at seq, received on receivedOn(seq).
+func putReceived(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
+	t.Helper()
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	_, err := b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(b.Tables.Events),
+		Item: map[string]types.AttributeValue{
+			"user_id": s(stream), "event_id": s(uuid.NewString()), "received_key": s(syncevent.At(seq).SortKey()),
+			"type": s("t"), "occurred_at": s("2026-01-01T00:00:00Z"), "received_at": s(receivedOn(seq).Format(syncevent.TimestampLayout)),
+			"payload": s(`{}`),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readSeqs(t *testing.T, log *eventlog.Log, stream string, after uint64) ([]uint64, error) {
+	t.Helper()
+	var got []uint64
+	for ev, err := range log.Read(context.Background(), stream, syncevent.At(after), 3) {
+		if err != nil {
+			return got, err
+		}
+		got = append(got, ev.Position.Seq)
+	}
+	return got, nil
+}
+
+func seqRange(from, to uint64) []uint64 {
+	var s []uint64
+	for i := from; i <= to; i++ {
+		s = append(s, i)
+	}
+	return s
+}
+
+// Trim removes the oldest events received before the cutoff, in position
+// order, never the newest one, never past a gap, at most the limit; what
+// stays is read from the start as the stream.
+func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
+	b := ddbtest.Start(t)
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	tests := []struct {
+		name       string
+		stored     []uint64
+		cutoffDay  uint64 // events received before day cutoffDay may go
+		limit      int
+		wantFloor  uint64
+		wantStayed []uint64 // read from the start
+	}{
+		{"none old enough", seqRange(1, 5), 1, 100, 0, seqRange(1, 5)},
+		{"the oldest three", seqRange(1, 5), 4, 100, 3, seqRange(4, 5)},
+		{"all old: the newest stays", seqRange(1, 5), 99, 100, 4, []uint64{5}},
+		{"one event only", []uint64{1}, 99, 100, 0, []uint64{1}},
+		{"at most the limit", seqRange(1, 9), 99, 2, 2, seqRange(3, 9)},
+		{"across Query pages", seqRange(1, 40), 99, 100, 39, []uint64{40}},
+		{"not past a gap", []uint64{1, 2, 4, 5}, 99, 100, 2, nil}, // 3 not visible yet: 4 waits for it
+		{"no events", nil, 99, 100, 0, nil},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stream := fmt.Sprintf("trim-%d", i)
+			for _, seq := range tt.stored {
+				putReceived(t, b, stream, seq)
+			}
+			res, err := log.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Floor != tt.wantFloor || res.Removed != int(tt.wantFloor) {
+				t.Errorf("Trim = %+v, want floor and removed %d", res, tt.wantFloor)
+			}
+			got, err := readSeqs(t, log, stream, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.wantStayed) {
+				t.Errorf("read from the start %v, want %v", got, tt.wantStayed)
+			}
+			again, err := log.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
+			if err != nil || (tt.limit > len(tt.stored) && again.Removed != 0) || again.Floor < res.Floor {
+				t.Errorf("Trim again = %+v, %v: want nothing more removed, the floor kept", again, err)
+			}
+		})
+	}
+}
+
+// A read from a cursor whose next events were trimmed is refused with
+// CURSOR_EXPIRED; from the floor or above it reads on; from the start it
+// begins at the floor. A gap that is only a commit not visible yet, above
+// the floor, still just ends the read.
+func TestReadAcrossTheFloor(t *testing.T) {
+	b := ddbtest.Start(t)
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	const stream = "floor-reader"
+	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
+		putReceived(t, b, stream, seq)
+	}
+	if res, err := log.Trim(context.Background(), stream, receivedOn(4), 100); err != nil || res.Floor != 3 {
+		t.Fatalf("Trim = %+v, %v; want floor 3", res, err)
+	}
+	tests := []struct {
+		after   uint64
+		want    []uint64
+		expired bool
+	}{
+		{after: 0, want: []uint64{4, 5, 6}},
+		{after: 1, expired: true},
+		{after: 2, expired: true},
+		{after: 3, want: []uint64{4, 5, 6}},
+		{after: 5, want: []uint64{6}},
+		{after: 6, want: nil},
+	}
+	for _, tt := range tests {
+		got, err := readSeqs(t, log, stream, tt.after)
+		if tt.expired {
+			if !errors.Is(err, eventlog.ErrCursorExpired) || len(got) > 0 {
+				t.Errorf("read after %d: %v, %v; want CURSOR_EXPIRED and nothing", tt.after, got, err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("read after %d: %v, %v; want %v", tt.after, got, err, tt.want)
+		}
+	}
+}
+
+// A trim cut off after raising the floor, before deleting, is finished by
+// the next one, whatever the events' age; meanwhile readers below the
+// floor still read what is there.
+func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
+	b := ddbtest.Start(t)
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	const stream = "cut-off"
+	for _, seq := range seqRange(1, 6) {
+		putReceived(t, b, stream, seq)
+	}
+	// What a trim leaves when it stops between raising the floor to 3
+	// and deleting.
+	_, err := b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(b.Tables.Events),
+		Item: map[string]types.AttributeValue{
+			"user_id": &types.AttributeValueMemberS{Value: stream}, "event_id": &types.AttributeValueMemberS{Value: "floor"},
+			"seq": &types.AttributeValueMemberN{Value: "3"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readSeqs(t, log, stream, 1); err != nil || !slices.Equal(got, seqRange(2, 6)) {
+		t.Fatalf("read after 1 before the deletes: %v, %v", got, err)
+	}
+	res, err := log.Trim(context.Background(), stream, receivedOn(0), 100) // nothing is old by time
+	if err != nil || res.Floor != 3 || res.Removed != 3 {
+		t.Fatalf("Trim = %+v, %v; want the floor 3 finished, 3 removed", res, err)
+	}
+	if got, err := readSeqs(t, log, stream, 0); err != nil || !slices.Equal(got, seqRange(4, 6)) {
+		t.Fatalf("read from the start: %v, %v", got, err)
+	}
+	if _, err := readSeqs(t, log, stream, 1); !errors.Is(err, eventlog.ErrCursorExpired) {
+		t.Fatalf("read after 1: %v, want CURSOR_EXPIRED", err)
+	}
+}
