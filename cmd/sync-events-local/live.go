@@ -21,6 +21,8 @@ import (
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/localevents"
 	"github.com/sync-events/sync-events/internal/poke"
+	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/streamfeed"
 )
 
@@ -51,6 +53,24 @@ const (
 // endpoint whose table has one.
 const envLiveSource = "LIVE_SOURCE"
 
+// envRetention is how long make run keeps events, as a Go duration
+// ("30s", "720h"); unset or 0, every event stays. The template's
+// EventRetentionDays counts whole days: this lets retention be tried in
+// seconds.
+const envRetention = "EVENT_RETENTION"
+
+func localRetention() (time.Duration, error) {
+	v := os.Getenv(envRetention)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q is not a duration such as 30s or 720h", envRetention, v)
+	}
+	return d, nil
+}
+
 func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, embedded bool, table string, origins cors.Origins) (*live, error) {
 	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, LocalCredentials: true})
 	if err != nil {
@@ -73,9 +93,25 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 		Client:      &http.Client{Timeout: 5 * time.Second},
 	}
+	keep, err := localRetention()
+	if err != nil {
+		return nil, err
+	}
+	trimmer := eventlog.New(client, table, nil, ratelimit.Bucket{})
+	if keep > 0 {
+		log.Info("retention: events older than this go, stream by stream, when the stream is next written to", "keep", keep.String())
+	}
 	mapping := &streamfeed.Mapping{
 		Function: func(ctx context.Context, ev events.DynamoDBEvent) error {
-			_, err := poke.Handle(ctx, pub, ev)
+			if _, err := poke.Handle(ctx, pub, ev); err != nil {
+				return err
+			}
+			if keep == 0 {
+				return nil
+			}
+			// In AWS the retention function has a mapping of its own
+			// (batched for minutes); here the same records trim at once.
+			_, err := retention.Handle(ctx, trimmer, retention.Policy{Keep: keep, Limit: 1000}, ev, time.Now())
 			return err
 		},
 		Filter: eventlog.HeadStreamFilter, BatchSize: streamBatchSize,

@@ -1,7 +1,7 @@
 export type { StopReason } from "./http.js";
 export { IndexedDBStorage, type IndexedDBStorageOptions } from "./indexeddb.js";
 export { type LiveChannel, type LiveState, type LiveStopReason, LiveSync, type LiveSyncOptions, type PollReason } from "./live.js";
-export { deletedId, EventPull, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
+export { deletedId, EventPull, isCursorExpired, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
 export {
   type DrainReport,
   MAX_BATCH_EVENTS,

@@ -21,6 +21,16 @@ export interface PullOptions {
    * page is bounded by bytes too).
    */
   limit?: number;
+  /**
+   * Called when the server answers 410 CURSOR_EXPIRED: its retention
+   * removed events after the cursor, so the device's copy of the stream
+   * may hold what was removed and miss a deletion's notice. The app drops
+   * its copy of this stream and its kept cursor (in one step, so that a
+   * crash between leaves no stale cursor); the pull then starts over from
+   * the stream's start, which begins at the server's floor, and yields
+   * those pages. Without it, the 410 is thrown as a PullError.
+   */
+  startOver?: () => void | Promise<void>;
   fetch?: Fetch;
   retry?: RetryOptions;
   signal?: AbortSignal;
@@ -93,7 +103,13 @@ export class EventPull implements AsyncIterable<ListedEvent> {
         throw new PullStopped(outcome.reason, outcome.error);
       }
       if (outcome.response.status !== 200) {
-        throw new PullError(outcome.response.status, outcome.body as ErrorBody);
+        const err = new PullError(outcome.response.status, outcome.body as ErrorBody);
+        if (isCursorExpired(err) && this.#cursor !== undefined && this.#o.startOver !== undefined) {
+          await this.#o.startOver();
+          this.#cursor = undefined;
+          continue;
+        }
+        throw err;
       }
       const page = outcome.body as Page;
       yield page;
@@ -109,6 +125,15 @@ export class EventPull implements AsyncIterable<ListedEvent> {
       yield* page.events;
     }
   }
+}
+
+/**
+ * Whether err is the server's 410 CURSOR_EXPIRED: retention removed events
+ * after the cursor; drop the stream's copy and pull from the start (or
+ * give PullOptions.startOver, which does so in the pull).
+ */
+export function isCursorExpired(err: unknown): boolean {
+  return err instanceof PullError && err.status === 410 && err.body !== null && "error" in err.body && err.body.error === "CURSOR_EXPIRED";
 }
 
 /**

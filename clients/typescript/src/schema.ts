@@ -324,7 +324,7 @@ export interface components {
          * @description The closed list of codes a client can branch on.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_NOT_FOUND" | "EVENT_ALREADY_EXISTS" | "EVENT_ALREADY_DELETED" | "EVENT_NOT_DELETABLE" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+        ErrorCode: "VALIDATION_FAILED" | "UNAUTHORIZED" | "CALLER_ID_UNSUPPORTED" | "SPACE_NOT_MEMBER" | "SPACE_ROLE_FORBIDS" | "CURSOR_EXPIRED" | "RATE_LIMITED" | "NOT_FOUND" | "SPACE_NO_SUCH_MEMBER" | "METHOD_NOT_ALLOWED" | "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" | "EVENT_NOT_FOUND" | "EVENT_ALREADY_EXISTS" | "EVENT_ALREADY_DELETED" | "EVENT_NOT_DELETABLE" | "USER_STORAGE_FULL" | "SPACE_ALREADY_EXISTS" | "SPACE_ALREADY_MEMBER" | "SPACE_MEMBERS_LIMIT" | "SPACE_LAST_OWNER" | "USER_SPACES_LIMIT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "SERVICE_UNAVAILABLE" | "INTERNAL";
         Error: {
             error: components["schemas"]["ErrorCode"];
             /** @description A sentence for a person; not for branching on. */
@@ -566,6 +566,22 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description `CURSOR_EXPIRED`: the deployment's retention removed events after
+         *     this cursor (the stream's floor is above it), so a pull from it
+         *     would miss them. Drop what you hold of this stream, deleted events'
+         *     tombstones included, and pull again without a cursor: the stream
+         *     then starts just above its floor. Only a deployment with retention
+         *     (`EventRetentionDays` above 0) answers it.
+         */
+        CursorExpired: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The body is over `MAX_BODY_BYTES`, or the mutation over DynamoDB's transaction limits (`PAYLOAD_TOO_LARGE`). Nothing was stored. */
         PayloadTooLarge: {
             headers: {
@@ -705,6 +721,7 @@ export interface operations {
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["CallerIdUnsupported"];
+            410: components["responses"]["CursorExpired"];
             429: components["responses"]["Throttled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -1180,6 +1197,7 @@ export interface operations {
             400: components["responses"]["ValidationFailed"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["SpaceReadForbidden"];
+            410: components["responses"]["CursorExpired"];
             429: components["responses"]["Throttled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
