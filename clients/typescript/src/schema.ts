@@ -666,7 +666,10 @@ export interface components {
         /**
          * @description A `cursor` (or `nextCursor`) this API returned for the same stream;
          *     the page starts just after the event it names. Opaque to clients,
-         *     but every string of this pattern is a position, so none is refused.
+         *     but every string of this pattern is a position, so none is refused
+         *     as malformed. Absent, the page starts at the stream's first event
+         *     (just above its floor, where retention removed older ones); below
+         *     the floor, 410 `CURSOR_EXPIRED`.
          * @example p0000000000000000
          */
         Cursor: components["schemas"]["Cursor"];
@@ -698,7 +701,10 @@ export interface operations {
                 /**
                  * @description A `cursor` (or `nextCursor`) this API returned for the same stream;
                  *     the page starts just after the event it names. Opaque to clients,
-                 *     but every string of this pattern is a position, so none is refused.
+                 *     but every string of this pattern is a position, so none is refused
+                 *     as malformed. Absent, the page starts at the stream's first event
+                 *     (just above its floor, where retention removed older ones); below
+                 *     the floor, 410 `CURSOR_EXPIRED`.
                  * @example p0000000000000000
                  */
                 cursor?: components["parameters"]["Cursor"];
@@ -1168,7 +1174,10 @@ export interface operations {
                 /**
                  * @description A `cursor` (or `nextCursor`) this API returned for the same stream;
                  *     the page starts just after the event it names. Opaque to clients,
-                 *     but every string of this pattern is a position, so none is refused.
+                 *     but every string of this pattern is a position, so none is refused
+                 *     as malformed. Absent, the page starts at the stream's first event
+                 *     (just above its floor, where retention removed older ones); below
+                 *     the floor, 410 `CURSOR_EXPIRED`.
                  * @example p0000000000000000
                  */
                 cursor?: components["parameters"]["Cursor"];
