@@ -37,35 +37,11 @@ import (
 // with a failed condition) they may be needed.
 func TestRoleGrantsEveryCallTheHandlerMakes(t *testing.T) {
 	hs := apitest.New(t)
-	needed := map[string]map[string]bool{} // resource -> action
-	var mu sync.Mutex
 	var recording atomic.Bool
-	resourceOf := map[string]string{
+	calls := observeNeeds(t, hs, map[string]string{
 		hs.B.Tables.Ledger: "!GetAtt IdempotencyTable.Arn",
 		hs.B.Tables.Events: "!GetAtt EventsTable.Arn",
-	}
-	hs.B.Transport.Observe(func(op string, body []byte) {
-		if !recording.Load() {
-			return // the test's own calls (table set-up, scans)
-		}
-		for _, n := range iamActions(t, op, body) {
-			res, ok := resourceOf[n.table]
-			if !ok {
-				t.Errorf("%s on table %q, which is neither of the function's", op, n.table)
-				continue
-			}
-			if n.index != "" {
-				res = "!Sub ${EventsTable.Arn}/index/" + n.index
-			}
-			mu.Lock()
-			if needed[res] == nil {
-				needed[res] = map[string]bool{}
-			}
-			needed[res][n.action] = true
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() { hs.B.Transport.Observe(nil) })
+	}, recording.Load)
 	run := func(env *apitest.Harness, method, path, user, key, body string, status int) {
 		t.Helper()
 		req := apitest.Request(method, user, key, body)
@@ -134,6 +110,7 @@ func TestRoleGrantsEveryCallTheHandlerMakes(t *testing.T) {
 	recording.Store(false)
 
 	granted := roleGrants(t, "SyncEventsFunction")
+	needed := calls.get()
 	var missing, unused []string
 	for res, actions := range needed {
 		for a := range actions {
@@ -161,6 +138,49 @@ func TestRoleGrantsEveryCallTheHandlerMakes(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("the role does not grant %v: those calls would fail with AccessDenied in AWS", missing)
 	}
+}
+
+// needs is the IAM actions the calls observed needed, by resource as
+// template.yaml writes it.
+type needs struct {
+	mu    sync.Mutex
+	byRes map[string]map[string]bool
+}
+
+func (n *needs) get() map[string]map[string]bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.byRes
+}
+
+// observeNeeds records, from now to the test's end, the actions every
+// DynamoDB call hs's backend sees needs while on() holds: resourceOf names
+// each table as the template does; a call to another table fails the test.
+func observeNeeds(t *testing.T, hs *apitest.Harness, resourceOf map[string]string, on func() bool) *needs {
+	n := &needs{byRes: map[string]map[string]bool{}}
+	hs.B.Transport.Observe(func(op string, body []byte) {
+		if !on() {
+			return // the test's own calls (table set-up, scans)
+		}
+		for _, need := range iamActions(t, op, body) {
+			res, ok := resourceOf[need.table]
+			if !ok {
+				t.Errorf("%s on table %q, which is not the function's", op, need.table)
+				continue
+			}
+			if need.index != "" {
+				res = "!Sub ${EventsTable.Arn}/index/" + need.index
+			}
+			n.mu.Lock()
+			if n.byRes[res] == nil {
+				n.byRes[res] = map[string]bool{}
+			}
+			n.byRes[res][need.action] = true
+			n.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() { hs.B.Transport.Observe(nil) })
+	return n
 }
 
 // iamNeed is one IAM action a call needs, on a table or one of its indexes.
@@ -283,26 +303,7 @@ func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
 	for range 4 {
 		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 	}
-	needed := map[string]map[string]bool{}
-	var mu sync.Mutex
-	hs.B.Transport.Observe(func(op string, body []byte) {
-		for _, n := range iamActions(t, op, body) {
-			res := "!GetAtt EventsTable.Arn"
-			if n.table != hs.B.Tables.Events {
-				t.Errorf("%s on table %q, not the events table", op, n.table)
-			}
-			if n.index != "" {
-				res = "!Sub ${EventsTable.Arn}/index/" + n.index
-			}
-			mu.Lock()
-			if needed[res] == nil {
-				needed[res] = map[string]bool{}
-			}
-			needed[res][n.action] = true
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() { hs.B.Transport.Observe(nil) })
+	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, func() bool { return true })
 	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, nil, ratelimit.Bucket{})
 	if res, err := log.Trim(context.Background(), "alice", time.Now().Add(time.Hour), 100); err != nil || res.Removed != 3 {
 		t.Fatalf("Trim = %+v, %v", res, err)
@@ -311,6 +312,7 @@ func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
 		t.Fatal(err)
 	}
 	granted := roleGrants(t, "RetentionFunction")
+	needed := calls.get()
 	for res, actions := range needed {
 		for a := range actions {
 			if !slices.Contains(granted[res], a) {

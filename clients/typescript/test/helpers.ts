@@ -1,7 +1,9 @@
 import { afterEach } from "node:test";
+import { deletedId } from "../src/pull.js";
 import { SyncQueue, type SyncQueueOptions } from "../src/queue.js";
 import type { RetryOptions } from "../src/retry.js";
 import { MemoryStorage, type QueueStorage } from "../src/storage.js";
+import type { ListedEvent } from "../src/types.js";
 import { localToken } from "./server.js";
 
 /** The user of the fake API's tests, and a token of theirs. */
@@ -134,4 +136,16 @@ export function queueAt(storage: QueueStorage, fetch: typeof globalThis.fetch, o
     retry: instantRetry().retry,
     ...options,
   });
+}
+
+/** What a device holds after applying pages: each event once, none deleted. */
+export function applyEvents(held: Map<string, unknown>, events: ListedEvent[]) {
+  for (const e of events) {
+    const gone = deletedId(e);
+    if (gone !== undefined) {
+      held.delete(gone);
+    } else {
+      held.set(e.id, e.payload);
+    }
+  }
 }

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
-import { deletedId, isCursorExpired, PullError, pullEvents } from "../src/pull.js";
-import type { ListedEvent } from "../src/types.js";
+import { isCursorExpired, PullError, pullEvents } from "../src/pull.js";
 import { uuidv4 } from "../src/uuid.js";
-import { localToken, startService } from "./server.js";
+import { applyEvents } from "./helpers.js";
+import { asUser, localToken, startService } from "./server.js";
 
 /** make run with retention of one second: a stream is trimmed when it is next written to. */
 const KEEP_MS = 1000;
@@ -14,29 +14,9 @@ before(async () => {
 });
 after(() => service?.stop());
 
-function apply(held: Map<string, unknown>, events: ListedEvent[]) {
-  for (const e of events) {
-    const gone = deletedId(e);
-    if (gone !== undefined) {
-      held.delete(gone);
-    } else {
-      held.set(e.id, e.payload);
-    }
-  }
-}
-
 it("a device behind retention's floor is told CURSOR_EXPIRED, starts over from the floor, and then holds exactly what the server lists", async () => {
   const token = localToken(`retention-${crypto.randomUUID()}`);
-  const call = (method: string, path: string, body?: unknown) =>
-    fetch(new URL(path, service.url), {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        "idempotency-key": uuidv4(),
-        ...(body ? { "content-type": "application/json" } : {}),
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const call = asUser(service.url, token);
   const post = async (text: string) => {
     const id = uuidv4();
     const r = await call("POST", "/api/v1/sync/events", {
@@ -55,7 +35,7 @@ it("a device behind retention's floor is told CURSOR_EXPIRED, starts over from t
   const device = new Map<string, unknown>();
   const firstPull = pullEvents(common);
   for await (const page of firstPull.pages()) {
-    apply(device, page.events);
+    applyEvents(device, page.events);
   }
   const behind = firstPull.cursor;
   assert.equal(device.size, 3);
@@ -91,7 +71,7 @@ it("a device behind retention's floor is told CURSOR_EXPIRED, starts over from t
     },
   });
   for await (const page of resumed.pages()) {
-    apply(device, page.events);
+    applyEvents(device, page.events);
   }
   assert.equal(startedOver, 1);
   assert.deepEqual([...device.keys()], [fresh], "only the event younger than the retention stays");

@@ -72,3 +72,17 @@ function canConnect(port: number): Promise<boolean> {
 export function localToken(sub: string, claims: Record<string, unknown> = {}): string {
   return `x.${Buffer.from(JSON.stringify({ sub, ...claims })).toString("base64url")}.x`;
 }
+
+/** A mutation or read of the service as a user: a fresh Idempotency-Key each call. */
+export function asUser(url: string, token: string) {
+  return (method: string, path: string, body?: unknown) =>
+    fetch(new URL(path, url), {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        "idempotency-key": crypto.randomUUID(),
+        ...(body ? { "content-type": "application/json" } : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+}

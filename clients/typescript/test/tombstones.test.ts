@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
-import { deletedId, pullEvents } from "../src/pull.js";
+import { pullEvents } from "../src/pull.js";
 import type { ListedEvent } from "../src/types.js";
 import { uuidv4 } from "../src/uuid.js";
-import { localToken, startService } from "./server.js";
+import { applyEvents } from "./helpers.js";
+import { asUser, localToken, startService } from "./server.js";
 
 let service: { url: string; stop: () => void };
 before(async () => {
@@ -11,30 +12,9 @@ before(async () => {
 });
 after(() => service?.stop());
 
-/** What a device holds after applying pages: each note once, none deleted. */
-function apply(held: Map<string, unknown>, events: ListedEvent[]) {
-  for (const e of events) {
-    const gone = deletedId(e);
-    if (gone !== undefined) {
-      held.delete(gone);
-    } else {
-      held.set(e.id, e.payload);
-    }
-  }
-}
-
 it("deletedId: a device applying tombstones and notices drops a deleted event, from a cursor before it or after it", async () => {
   const token = localToken(`tomb-${crypto.randomUUID()}`);
-  const call = (method: string, path: string, body?: unknown) =>
-    fetch(new URL(path, service.url), {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        "idempotency-key": uuidv4(),
-        ...(body ? { "content-type": "application/json" } : {}),
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
+  const call = asUser(service.url, token);
   const ids = [uuidv4(), uuidv4(), uuidv4()];
   for (const [i, id] of ids.entries()) {
     const r = await call("POST", "/api/v1/sync/events", {
@@ -50,7 +30,7 @@ it("deletedId: a device applying tombstones and notices drops a deleted event, f
   const early = new Map<string, unknown>();
   const first = pullEvents(common);
   for await (const page of first.pages()) {
-    apply(early, page.events);
+    applyEvents(early, page.events);
   }
   assert.equal(early.size, 3);
 
@@ -59,13 +39,13 @@ it("deletedId: a device applying tombstones and notices drops a deleted event, f
   assert.deepEqual(await del.json(), { id: ids[1], deleted: true });
 
   for await (const page of pullEvents({ ...common, cursor: first.cursor }).pages()) {
-    apply(early, page.events); // the notice
+    applyEvents(early, page.events); // the notice
   }
   const late = new Map<string, unknown>();
   const seen: ListedEvent[] = [];
   for await (const page of pullEvents(common).pages()) {
     seen.push(...page.events);
-    apply(late, page.events); // the tombstone, then the notice
+    applyEvents(late, page.events); // the tombstone, then the notice
   }
   for (const held of [early, late]) {
     assert.deepEqual([...held.keys()].sort(), [ids[0], ids[2]].sort());

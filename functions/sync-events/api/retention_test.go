@@ -16,11 +16,11 @@ import (
 	"github.com/sync-events/sync-events/internal/ratelimit"
 )
 
-// pullAll pages path from cursor, limit a time, to the end, and returns
-// the events, or the refusal that stopped it.
-func pullAll(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit int) ([]pulledEvent, int, string) {
+// pullAll pages path (a stream's GET) from cursor, limit a time, to the
+// end, and returns the events and the cursors handed out, or the refusal
+// that stopped it; it fails on a page that moves nowhere (a stall).
+func pullAll(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit int) (evs []pulledEvent, cursors []string, status int, code string) {
 	t.Helper()
-	var evs []pulledEvent
 	for range 1000 {
 		q := fmt.Sprintf("%s?limit=%d", path, limit)
 		if cursor != "" {
@@ -30,7 +30,7 @@ func pullAll(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit
 		if resp.StatusCode != 200 {
 			var e struct{ Error string }
 			_ = json.Unmarshal([]byte(resp.Body), &e)
-			return evs, resp.StatusCode, e.Error
+			return evs, cursors, resp.StatusCode, e.Error
 		}
 		var page struct {
 			Events  []pulledEvent
@@ -44,12 +44,13 @@ func pullAll(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit
 			t.Fatalf("a stall at cursor %q", cursor)
 		}
 		evs, cursor = append(evs, page.Events...), page.Cursor
+		cursors = append(cursors, cursor)
 		if !page.HasMore {
-			return evs, 200, ""
+			return evs, cursors, 200, ""
 		}
 	}
 	t.Fatal("no end")
-	return nil, 0, ""
+	return nil, nil, 0, ""
 }
 
 func pulledIDs(evs []pulledEvent) []string {
@@ -118,7 +119,7 @@ func TestPullersAcrossARetentionFloor(t *testing.T) {
 			stayed := pulledIDs(all[floor:])
 			for at, cursor := range cursors {
 				for _, limit := range []int{1, 3, 50} {
-					evs, status, code := pullAll(t, hs, st.path, st.reader, cursor, limit)
+					evs, _, status, code := pullAll(t, hs, st.path, st.reader, cursor, limit)
 					switch {
 					case cursor == "":
 						if status != 200 || !slices.Equal(pulledIDs(evs), stayed) {
