@@ -113,7 +113,20 @@ function send(): Promise<void> {
 /** Pulls what this user's devices wrote since the last pull; resolves to the cursor reached. */
 async function pull(signal: AbortSignal): Promise<string | undefined> {
   const state = pulled();
-  const p = pullEvents({ baseUrl: config.apiUrl, getToken: () => config.token, cursor: state.cursor, retry: { maxAttempts: 3 }, signal });
+  const p = pullEvents({
+    baseUrl: config.apiUrl,
+    getToken: () => config.token,
+    cursor: state.cursor,
+    retry: { maxAttempts: 3 },
+    signal,
+    // Retention removed events after the cursor (410 CURSOR_EXPIRED):
+    // drop the notes and the cursor together; the pull starts over.
+    startOver: () => {
+      state.notes = [];
+      state.cursor = undefined;
+      localStorage.setItem(PULLED, JSON.stringify(state));
+    },
+  });
   for await (const page of p.pages()) {
     for (const e of page.events) {
       const gone = deletedId(e); // a tombstone, or a deletion's notice: drop the note
@@ -131,9 +144,9 @@ async function pull(signal: AbortSignal): Promise<string | undefined> {
   return state.cursor;
 }
 
-/** The channel's state, as the page shows it. */
-function showLive(state: LiveState): void {
-  const live = $("live");
+/** A live channel's state, as the page shows it in the pill of that id. */
+function showLive(state: LiveState, pill = "live"): void {
+  const live = $(pill);
   const text: Record<LiveState["kind"], string> = {
     connecting: "connecting…",
     live: "live",
@@ -149,7 +162,7 @@ function showLive(state: LiveState): void {
 
 // Pulls on every poke of the user's channel, polls every 10 s while the
 // channel is unavailable, and pauses while the browser is offline.
-const live = new LiveSync({ getToken: () => config.token, channel: config.live, pull, onState: showLive });
+const live = new LiveSync({ getToken: () => config.token, channel: config.live, pull, onState: (st) => showLive(st) });
 
 $<HTMLFormElement>("add").addEventListener("submit", async (ev) => {
   ev.preventDefault();
@@ -173,8 +186,10 @@ window.addEventListener("offline", () => void render());
 //
 // Each space has a queue of its own (its own IndexedDB database, named for
 // the space), since a queue is one stream's; its notes are pulled from the
-// space's stream, each with its author. There is no live channel for
-// spaces yet: the page polls the selected space every few seconds.
+// space's stream, each with its author. The selected space's live channel
+// (/spaces/<id>, members only) pulls it on each poke; the page also polls
+// every few seconds, which is how it learns of lists shared with the user
+// (a new membership moves no stream of theirs).
 
 interface SharedNote extends Note {
   author: string;
@@ -323,9 +338,36 @@ function syncShared(): Promise<void> {
     if (space !== undefined) {
       await syncSpace(space);
     }
+    follow(selected());
     await renderShared();
   });
   return sharing;
+}
+
+/** The selected space's live channel: a poke there syncs the list at once. */
+let following: { space: string; live: LiveSync } | undefined;
+function follow(space: string | undefined): void {
+  if (following?.space === space) {
+    return;
+  }
+  following?.live.stop();
+  following = undefined;
+  if (space === undefined || config.live === undefined) {
+    $("shared-live").textContent = "";
+    return;
+  }
+  const spaceLive = new LiveSync({
+    getToken: () => config.token,
+    channel: { ...config.live, space },
+    pull: async () => {
+      await syncShared();
+      return sharedPulled(space).cursor;
+    },
+    onState: (st) => showLive(st, "shared-live"),
+    pollIntervalMs: SHARED_POLL_MS,
+  });
+  following = { space, live: spaceLive };
+  spaceLive.start();
 }
 
 async function syncSpace(space: string): Promise<void> {
@@ -337,7 +379,17 @@ async function syncSpace(space: string): Promise<void> {
   }
   const state = sharedPulled(space);
   try {
-    const p = pullEvents({ ...api, space, cursor: state.cursor, retry: { maxAttempts: 3 } });
+    const p = pullEvents({
+      ...api,
+      space,
+      cursor: state.cursor,
+      retry: { maxAttempts: 3 },
+      startOver: () => {
+        state.notes = [];
+        state.cursor = undefined;
+        localStorage.setItem(sharedKey(space), JSON.stringify(state));
+      },
+    });
     for await (const page of p.pages()) {
       for (const e of page.events) {
         const gone = deletedId(e);

@@ -87,6 +87,12 @@ it("a shared list between two users: each sees the other's notes with their auth
   await b.waitForSelector("#spaces option:has-text('Groceries (writer)')", { state: "attached", timeout: 15_000 });
   await b.waitForSelector(`#shared-notes li[data-author="${alice}"]:has-text("oat milk")`, { timeout: 15_000 });
 
+  // Both follow the list's live channel: the members-only subscription
+  // was accepted for each.
+  for (const p of [a, b]) {
+    await p.waitForSelector("#shared-live[data-state=live]", { timeout: 15_000 });
+  }
+
   // Bob writes; alice sees it, by bob.
   await addShared(b, "bread");
   await a.waitForSelector(`#shared-notes li[data-author="${bob}"]:has-text("bread")`, { timeout: 15_000 });
