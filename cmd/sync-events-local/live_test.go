@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/localevents/localeventstest"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -40,20 +41,20 @@ func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
 	mallory := devserver.UnsignedToken(map[string]any{"sub": "mallory"})
 	channel := "/users/" + user
 
-	device := dialLive(t, addr, alice)
-	if got := device.subscribe(t, channel, alice); got.Type != "subscribe_success" {
+	device := localeventstest.Dial(t, "ws://"+addr, alice)
+	if got := device.Subscribe(uuid.NewString(), channel, map[string]string{"Authorization": alice}); got.Type != "subscribe_success" {
 		t.Fatalf("own channel: %+v", got)
 	}
-	intruder := dialLive(t, addr, mallory)
-	if got := intruder.subscribe(t, channel, mallory); got.Type != "subscribe_error" {
+	intruder := localeventstest.Dial(t, "ws://"+addr, mallory)
+	if got := intruder.Subscribe(uuid.NewString(), channel, map[string]string{"Authorization": mallory}); got.Type != "subscribe_error" {
 		t.Fatalf("another user's channel: %+v", got)
 	}
-	if got := intruder.subscribe(t, "/users/mallory", alice); got.Type != "subscribe_error" {
+	if got := intruder.Subscribe(uuid.NewString(), "/users/mallory", map[string]string{"Authorization": alice}); got.Type != "subscribe_error" {
 		t.Fatalf("a subscribe under another user's token than the connection's: %+v", got)
 	}
 	// Subscribed to their own channel, the intruder hears their pokes and
 	// nobody else's.
-	if got := intruder.subscribe(t, "/users/mallory", mallory); got.Type != "subscribe_success" {
+	if got := intruder.Subscribe(uuid.NewString(), "/users/mallory", map[string]string{"Authorization": mallory}); got.Type != "subscribe_success" {
 		t.Fatalf("mallory's own channel: %+v", got)
 	}
 	if _, resp, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{Subprotocols: []string{"aws-appsync-event-ws"}}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
@@ -80,7 +81,7 @@ func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
 		want := syncevent.At(uint64(1 + 3*i)).Cursor() // 1, then 4
 		deadline := time.Now().Add(pokeWithin())
 		for {
-			m := device.read(t, time.Until(deadline))
+			m := device.Read(time.Until(deadline))
 			if m.Type != "data" {
 				continue
 			}
@@ -93,7 +94,7 @@ func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
 			}
 		}
 	}
-	if m, ok := intruder.tryRead(200 * time.Millisecond); ok && m.Type == "data" {
+	if m, ok := intruder.Next(200 * time.Millisecond); ok && m.Type == "data" {
 		t.Fatalf("the intruder got a poke: %+v", m)
 	}
 }
@@ -140,91 +141,6 @@ func startServer(t *testing.T) string {
 	return ""
 }
 
-type liveMessage struct {
-	Type   string `json:"type"`
-	ID     string `json:"id"`
-	Event  string `json:"event"`
-	Errors []struct {
-		ErrorType string `json:"errorType"`
-	} `json:"errors"`
-}
-
-type liveConn struct {
-	c     *websocket.Conn
-	msgs  chan liveMessage
-	token string
-}
-
-// dialLive connects as a browser does to AppSync Events: the
-// authorization in the header subprotocol, then connection_init.
-func dialLive(t *testing.T, addr, token string) *liveConn {
-	t.Helper()
-	header, _ := json.Marshal(map[string]string{"host": addr, "Authorization": token})
-	c, _, err := websocket.Dial(context.Background(), "ws://"+addr+"/event/realtime", &websocket.DialOptions{
-		Subprotocols: []string{"aws-appsync-event-ws", "header-" + base64.RawURLEncoding.EncodeToString(header)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc := &liveConn{c: c, msgs: make(chan liveMessage, 64), token: token}
-	t.Cleanup(func() { c.CloseNow() })
-	go func() {
-		for {
-			_, b, err := c.Read(context.Background())
-			if err != nil {
-				close(lc.msgs)
-				return
-			}
-			var m liveMessage
-			json.Unmarshal(b, &m) //nolint:errcheck // a bad message fails the test's expectations
-			lc.msgs <- m
-		}
-	}()
-	lc.send(t, map[string]any{"type": "connection_init"})
-	if m := lc.read(t, time.Second); m.Type != "connection_ack" {
-		t.Fatalf("after connection_init: %+v", m)
-	}
-	return lc
-}
-
-func (lc *liveConn) send(t *testing.T, m any) {
-	t.Helper()
-	b, _ := json.Marshal(m)
-	if err := lc.c.Write(context.Background(), websocket.MessageText, b); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (lc *liveConn) subscribe(t *testing.T, channel, token string) liveMessage {
-	t.Helper()
-	id := uuid.NewString()
-	lc.send(t, map[string]any{"type": "subscribe", "id": id, "channel": channel, "authorization": map[string]string{"Authorization": token}})
-	for {
-		m := lc.read(t, time.Second)
-		if m.ID == id {
-			return m
-		}
-	}
-}
-
-func (lc *liveConn) read(t *testing.T, within time.Duration) liveMessage {
-	t.Helper()
-	m, ok := lc.tryRead(within)
-	if !ok {
-		t.Fatalf("no message within %v", within)
-	}
-	return m
-}
-
-func (lc *liveConn) tryRead(within time.Duration) (liveMessage, bool) {
-	select {
-	case m, ok := <-lc.msgs:
-		return m, ok
-	case <-time.After(max(within, 0)):
-		return liveMessage{}, false
-	}
-}
-
 // postEvents commits n events in one request (a batch when n > 1).
 func postEvents(t *testing.T, addr, token string, n int) {
 	t.Helper()
@@ -268,26 +184,26 @@ func TestSpaceChannelPokesItsMembersOnly(t *testing.T) {
 	call(t, addr, "POST", "/api/v1/spaces/"+space+"/members", tok(alice), `{"member":"`+bob+`","role":"reader"}`, 201)
 
 	channel := "/spaces/" + space
-	device := dialLive(t, addr, tok(bob))
-	if got := device.subscribe(t, channel, tok(bob)); got.Type != "subscribe_success" {
+	device := localeventstest.Dial(t, "ws://"+addr, tok(bob))
+	if got := device.Subscribe(uuid.NewString(), channel, map[string]string{"Authorization": tok(bob)}); got.Type != "subscribe_success" {
 		t.Fatalf("a member: %+v", got)
 	}
-	outsider := dialLive(t, addr, tok(mallory))
-	if got := outsider.subscribe(t, channel, tok(mallory)); got.Type != "subscribe_error" {
+	outsider := localeventstest.Dial(t, "ws://"+addr, tok(mallory))
+	if got := outsider.Subscribe(uuid.NewString(), channel, map[string]string{"Authorization": tok(mallory)}); got.Type != "subscribe_error" {
 		t.Fatalf("an outsider: %+v", got)
 	}
 	call(t, addr, "POST", "/api/v1/spaces/"+space+"/events", tok(alice), fmt.Sprintf(`{"id":%q,"type":"note.created","occurredAt":"2026-12-04T10:00:00Z","payload":{}}`, uuid.NewString()), 201)
 	want := syncevent.At(3).Cursor() // created, bob added, the note
 	for deadline := time.Now().Add(pokeWithin()); ; {
-		m := device.read(t, time.Until(deadline))
+		m := device.Read(time.Until(deadline))
 		var poke struct{ Cursor string }
 		if m.Type == "data" && json.Unmarshal([]byte(m.Event), &poke) == nil && poke.Cursor == want {
 			break
 		}
 	}
 	call(t, addr, "DELETE", "/api/v1/spaces/"+space+"/members/"+bob, tok(alice), "", 200)
-	again := dialLive(t, addr, tok(bob))
-	if got := again.subscribe(t, channel, tok(bob)); got.Type != "subscribe_error" {
+	again := localeventstest.Dial(t, "ws://"+addr, tok(bob))
+	if got := again.Subscribe(uuid.NewString(), channel, map[string]string{"Authorization": tok(bob)}); got.Type != "subscribe_error" {
 		t.Fatalf("a removed member: %+v", got)
 	}
 }

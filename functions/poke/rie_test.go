@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/localevents/localeventstest"
 	"github.com/sync-events/sync-events/internal/poke"
 	"github.com/sync-events/sync-events/internal/rie"
 )
@@ -76,11 +73,11 @@ func TestStreamEventUnderTheRuntimeEmulator(t *testing.T) {
 			if tc.fails {
 				return
 			}
-			msg, ok := device.next(2 * time.Second)
+			msg, ok := device.Next(2 * time.Second)
 			if !ok || msg.Type != "data" || msg.Event != `{"cursor":"p000000000000002a"}` {
 				t.Fatalf("the device heard %+v %v", msg, ok)
 			}
-			if extra, ok := device.next(200 * time.Millisecond); ok {
+			if extra, ok := device.Next(200 * time.Millisecond); ok {
 				t.Errorf("a second poke for one batch: %+v", extra)
 			}
 		})
@@ -106,52 +103,16 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-type heard struct {
-	Type  string `json:"type"`
-	Event string `json:"event"`
-}
-
-type device struct{ c *websocket.Conn }
-
 // subscribe connects to the stand-in as a device of user and subscribes
 // to their channel.
-func subscribe(t *testing.T, base, user string) device {
+func subscribe(t *testing.T, base, user string) *localeventstest.Device {
 	t.Helper()
 	tok := devserver.UnsignedToken(map[string]any{"sub": user})
-	header, _ := json.Marshal(map[string]string{"host": "local", "Authorization": tok})
-	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(base, "http")+localevents.RealtimePath, &websocket.DialOptions{
-		Subprotocols: []string{localevents.Subprotocol, "header-" + base64.RawURLEncoding.EncodeToString(header)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.CloseNow() })
-	d := device{c}
-	for _, m := range []map[string]any{
-		{"type": "connection_init"},
-		{"type": "subscribe", "id": "s", "channel": "/users/" + user, "authorization": map[string]string{"Authorization": tok}},
-	} {
-		b, _ := json.Marshal(m)
-		if err := c.Write(context.Background(), websocket.MessageText, b); err != nil {
-			t.Fatal(err)
-		}
-		if got, ok := d.next(time.Second); !ok || (got.Type != "connection_ack" && got.Type != "subscribe_success") {
-			t.Fatalf("after %v: %+v", m["type"], got)
-		}
+	d := localeventstest.Dial(t, base, tok)
+	if got := d.Subscribe("s", "/users/"+user, map[string]string{"Authorization": tok}); got.Type != "subscribe_success" {
+		t.Fatalf("subscribe: %+v", got)
 	}
 	return d
-}
-
-func (d device) next(within time.Duration) (heard, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	_, b, err := d.c.Read(ctx)
-	if err != nil {
-		return heard{}, false
-	}
-	var m heard
-	json.Unmarshal(b, &m) //nolint:errcheck // a bad message fails the expectations
-	return m, true
 }
 
 func TestLocalPublishURLMustBeLocal(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/localevents/localeventstest"
 	"github.com/sync-events/sync-events/internal/poke"
 )
 
@@ -29,79 +30,7 @@ func start(t *testing.T) (*localevents.Server, *httptest.Server) {
 	return ev, srv
 }
 
-type msg struct {
-	Type   string `json:"type"`
-	ID     string `json:"id"`
-	Event  string `json:"event"`
-	Errors []struct {
-		ErrorType string `json:"errorType"`
-	} `json:"errors"`
-}
-
-type conn struct {
-	t *testing.T
-	c *websocket.Conn
-}
-
 func token(sub string) string { return devserver.UnsignedToken(map[string]any{"sub": sub}) }
-
-// dial connects as a device does: the token in the header subprotocol,
-// then connection_init and its ack.
-func dial(t *testing.T, srv *httptest.Server, tok string) *conn {
-	t.Helper()
-	header, _ := json.Marshal(map[string]string{"host": "h", "Authorization": tok})
-	c, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http")+localevents.RealtimePath, &websocket.DialOptions{
-		Subprotocols: []string{localevents.Subprotocol, "header-" + base64.RawURLEncoding.EncodeToString(header)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.CloseNow() })
-	cn := &conn{t, c}
-	cn.send(map[string]any{"type": "connection_init"})
-	if m := cn.read(); m.Type != "connection_ack" {
-		t.Fatalf("after connection_init: %+v", m)
-	}
-	return cn
-}
-
-func (cn *conn) send(m any) {
-	b, _ := json.Marshal(m)
-	if err := cn.c.Write(context.Background(), websocket.MessageText, b); err != nil {
-		cn.t.Fatal(err)
-	}
-}
-
-func (cn *conn) read() msg {
-	cn.t.Helper()
-	m, ok := cn.tryRead(time.Second)
-	if !ok {
-		cn.t.Fatal("no message within a second")
-	}
-	return m
-}
-
-func (cn *conn) tryRead(within time.Duration) (msg, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	_, b, err := cn.c.Read(ctx)
-	if err != nil {
-		return msg{}, false
-	}
-	var m msg
-	json.Unmarshal(b, &m) //nolint:errcheck // a bad message fails the expectations
-	return m, true
-}
-
-func (cn *conn) subscribe(id, channel string, auth map[string]string) msg {
-	cn.t.Helper()
-	m := map[string]any{"type": "subscribe", "id": id, "channel": channel}
-	if auth != nil {
-		m["authorization"] = auth
-	}
-	cn.send(m)
-	return cn.read()
-}
 
 // TestSubscribeFollowsTheOnSubscribeCases runs the cases the template's
 // handler is held to through the protocol.
@@ -122,8 +51,8 @@ func TestSubscribeFollowsTheOnSubscribeCases(t *testing.T) {
 		if c.Sub == "" {
 			continue // no connection without a subject: TestRefusesWhatMustNotPass
 		}
-		cn := dial(t, srv, token(c.Sub))
-		got := cn.subscribe("s1", c.Channel, map[string]string{"Authorization": token(c.Sub)})
+		cn := localeventstest.Dial(t, srv.URL, token(c.Sub))
+		got := cn.Subscribe("s1", c.Channel, map[string]string{"Authorization": token(c.Sub)})
 		if (got.Type == "subscribe_success") != c.Allowed || got.ID != "s1" {
 			t.Errorf("%s: %+v, want allowed %v", c.Why, got, c.Allowed)
 		}
@@ -150,11 +79,11 @@ func TestRefusesWhatMustNotPass(t *testing.T) {
 		}
 	}
 
-	victim := dial(t, srv, alice)
-	if m := victim.subscribe("v1", "/users/alice", map[string]string{"Authorization": alice}); m.Type != "subscribe_success" {
+	victim := localeventstest.Dial(t, srv.URL, alice)
+	if m := victim.Subscribe("v1", "/users/alice", map[string]string{"Authorization": alice}); m.Type != "subscribe_success" {
 		t.Fatalf("alice's own channel: %+v", m)
 	}
-	intruder := dial(t, srv, mallory)
+	intruder := localeventstest.Dial(t, srv.URL, mallory)
 	for name, tc := range map[string]struct {
 		channel string
 		auth    map[string]string
@@ -165,24 +94,24 @@ func TestRefusesWhatMustNotPass(t *testing.T) {
 		"no authorization in the subscribe":                            {"/users/mallory", nil},
 		"the wildcard":                                                 {"/users/*", map[string]string{"Authorization": mallory}},
 	} {
-		if m := intruder.subscribe("i-"+strings.ReplaceAll(name[:7], " ", "-"), tc.channel, tc.auth); m.Type != "subscribe_error" {
+		if m := intruder.Subscribe("i-"+strings.ReplaceAll(name[:7], " ", "-"), tc.channel, tc.auth); m.Type != "subscribe_error" {
 			t.Errorf("%s: %+v", name, m)
 		}
 	}
 	// An id taken twice, and another connection's id to unsubscribe.
-	if m := intruder.subscribe("m1", "/users/mallory", map[string]string{"Authorization": mallory}); m.Type != "subscribe_success" {
+	if m := intruder.Subscribe("m1", "/users/mallory", map[string]string{"Authorization": mallory}); m.Type != "subscribe_success" {
 		t.Fatalf("mallory's own channel: %+v", m)
 	}
-	if m := intruder.subscribe("m1", "/users/mallory", map[string]string{"Authorization": mallory}); m.Type != "subscribe_error" {
+	if m := intruder.Subscribe("m1", "/users/mallory", map[string]string{"Authorization": mallory}); m.Type != "subscribe_error" {
 		t.Errorf("a duplicated id: %+v", m)
 	}
-	intruder.send(map[string]any{"type": "unsubscribe", "id": "v1"})
-	if m := intruder.read(); m.Type != "unsubscribe_error" {
+	intruder.Send(map[string]any{"type": "unsubscribe", "id": "v1"})
+	if m := intruder.Read(time.Second); m.Type != "unsubscribe_error" {
 		t.Errorf("unsubscribing alice's subscription: %+v", m)
 	}
 	// Publishing is IAM's, never a token's.
-	intruder.send(map[string]any{"type": "publish", "id": "p1", "channel": "/users/alice", "events": []string{`{"cursor":"x"}`}})
-	if m := intruder.read(); m.Type != "publish_error" {
+	intruder.Send(map[string]any{"type": "publish", "id": "p1", "channel": "/users/alice", "events": []string{`{"cursor":"x"}`}})
+	if m := intruder.Read(time.Second); m.Type != "publish_error" {
 		t.Errorf("a publish over the socket: %+v", m)
 	}
 	for name, req := range map[string]func() *http.Request{
@@ -211,17 +140,17 @@ func TestRefusesWhatMustNotPass(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("publish: %v %v", resp, err)
 	}
-	if m := victim.read(); m.Type != "data" || m.ID != "v1" || m.Event != `{"cursor":"p0000000000000001"}` {
+	if m := victim.Read(time.Second); m.Type != "data" || m.ID != "v1" || m.Event != `{"cursor":"p0000000000000001"}` {
 		t.Errorf("alice got %+v", m)
 	}
-	if m, ok := intruder.tryRead(100 * time.Millisecond); ok {
+	if m, ok := intruder.Next(100 * time.Millisecond); ok {
 		t.Errorf("mallory got %+v", m)
 	}
 
 	// Close ends every connection.
 	ev.Close()
 	began := time.Now()
-	if _, ok := victim.tryRead(2 * time.Second); ok || time.Since(began) > time.Second {
+	if _, ok := victim.Next(2 * time.Second); ok || time.Since(began) > time.Second {
 		t.Error("a connection outlived Close")
 	}
 }
