@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -198,6 +199,27 @@ func Request(method, user, key, body string) events.APIGatewayV2HTTPRequest {
 		req.RequestContext.Authorizer.JWT.Claims["sub"] = user // as given, even if not UTF-8
 	}
 	return req
+}
+
+// Call sends method path (with its query, if any) as user under key (none
+// if empty) with body; a request with no body has no Content-Type, as a
+// client sends a DELETE.
+func (hs *Harness) Call(method, path, user, key, body string) events.APIGatewayV2HTTPResponse {
+	hs.T.Helper()
+	req := Request(method, user, key, body)
+	req.RawPath, req.RequestContext.HTTP.Path = path, path
+	if body == "" {
+		delete(req.Headers, "content-type")
+	}
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		req.RawPath, req.RequestContext.HTTP.Path = path[:i], path[:i]
+		q, _ := url.ParseQuery(path[i+1:])
+		req.RawQueryString, req.QueryStringParameters = path[i+1:], map[string]string{}
+		for k := range q {
+			req.QueryStringParameters[k] = q.Get(k)
+		}
+	}
+	return hs.Do(req)
 }
 
 // Do sends req to the handler and holds the exchange to the contract.

@@ -48,15 +48,15 @@ func TestDeletedEventsLeaveTombstonesNoPullerStallsAt(t *testing.T) {
 
 	victim := api.EventsPath + "/" + ids[2]
 	key := uuid.NewString()
-	first := do(hs, "DELETE", victim, user, key, "")
+	first := hs.Call("DELETE", victim, user, key, "")
 	apitest.WantResponse(t, first, 200, "")
-	again := do(hs.NewEnvironment(), "DELETE", victim, user, key, "")
+	again := hs.NewEnvironment().Call("DELETE", victim, user, key, "")
 	if again.StatusCode != 200 || again.Body != first.Body || again.Headers["Idempotent-Replayed"] != "true" {
 		t.Errorf("the delete's retry: %d %s %v", again.StatusCode, again.Body, again.Headers)
 	}
-	apitest.WantResponse(t, do(hs, "DELETE", victim, user, uuid.NewString(), ""), 409, "EVENT_ALREADY_DELETED")
-	apitest.WantResponse(t, do(hs, "DELETE", api.EventsPath+"/"+uuid.NewString(), user, uuid.NewString(), ""), 404, "EVENT_NOT_FOUND")
-	apitest.WantResponse(t, do(hs, "DELETE", victim, "bob", uuid.NewString(), ""), 404, "EVENT_NOT_FOUND") // another user's: not there for bob
+	apitest.WantResponse(t, hs.Call("DELETE", victim, user, uuid.NewString(), ""), 409, "EVENT_ALREADY_DELETED")
+	apitest.WantResponse(t, hs.Call("DELETE", api.EventsPath+"/"+uuid.NewString(), user, uuid.NewString(), ""), 404, "EVENT_NOT_FOUND")
+	apitest.WantResponse(t, hs.Call("DELETE", victim, "bob", uuid.NewString(), ""), 404, "EVENT_NOT_FOUND") // another user's: not there for bob
 
 	for _, cursor := range before {
 		for _, limit := range []int{1, 2, 7} {
@@ -93,14 +93,14 @@ func TestWhoMayDeleteInASpace(t *testing.T) {
 	at := func(id string) string { return s.path(api.SpaceEventsPath) + "/" + id }
 
 	ledger := hs.LedgerCount()
-	apitest.WantResponse(t, do(hs, "DELETE", at(alices), "bob", uuid.NewString(), ""), 403, "SPACE_ROLE_FORBIDS")
-	apitest.WantResponse(t, do(hs, "DELETE", at(bobs), "carol", uuid.NewString(), ""), 403, "SPACE_ROLE_FORBIDS")
-	apitest.WantResponse(t, do(hs, "DELETE", at(bobs), "mallory", uuid.NewString(), ""), 403, "SPACE_NOT_MEMBER")
+	apitest.WantResponse(t, hs.Call("DELETE", at(alices), "bob", uuid.NewString(), ""), 403, "SPACE_ROLE_FORBIDS")
+	apitest.WantResponse(t, hs.Call("DELETE", at(bobs), "carol", uuid.NewString(), ""), 403, "SPACE_ROLE_FORBIDS")
+	apitest.WantResponse(t, hs.Call("DELETE", at(bobs), "mallory", uuid.NewString(), ""), 403, "SPACE_NOT_MEMBER")
 	if hs.LedgerCount() != ledger {
 		t.Errorf("refused deletions recorded keys")
 	}
-	apitest.WantResponse(t, do(hs, "DELETE", at(bobs), "bob", uuid.NewString(), ""), 200, "")
-	apitest.WantResponse(t, do(hs, "DELETE", at(alices), "alice", uuid.NewString(), ""), 200, "")
+	apitest.WantResponse(t, hs.Call("DELETE", at(bobs), "bob", uuid.NewString(), ""), 200, "")
+	apitest.WantResponse(t, hs.Call("DELETE", at(alices), "alice", uuid.NewString(), ""), 200, "")
 	ids, types, authors, _ := s.pull(t, "carol")
 	n := len(types)
 	if n < 2 || types[n-1] != "event.deleted" || types[n-2] != "event.deleted" {
@@ -113,6 +113,6 @@ func TestWhoMayDeleteInASpace(t *testing.T) {
 	}
 	// The service's own events are no one's to delete: not a notice (it
 	// would hide the deletion it tells), not a membership change.
-	apitest.WantResponse(t, do(hs, "DELETE", at(ids[n-1]), "alice", uuid.NewString(), ""), 409, "EVENT_NOT_DELETABLE")
-	apitest.WantResponse(t, do(hs, "DELETE", at(ids[0]), "alice", uuid.NewString(), ""), 409, "EVENT_NOT_DELETABLE")
+	apitest.WantResponse(t, hs.Call("DELETE", at(ids[n-1]), "alice", uuid.NewString(), ""), 409, "EVENT_NOT_DELETABLE")
+	apitest.WantResponse(t, hs.Call("DELETE", at(ids[0]), "alice", uuid.NewString(), ""), 409, "EVENT_NOT_DELETABLE")
 }

@@ -26,7 +26,7 @@ func pullAll(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit
 		if cursor != "" {
 			q += "&cursor=" + cursor
 		}
-		resp := do(hs, "GET", q, user, "", "")
+		resp := hs.Call("GET", q, user, "", "")
 		if resp.StatusCode != 200 {
 			var e struct{ Error string }
 			_ = json.Unmarshal([]byte(resp.Body), &e)
@@ -85,7 +85,7 @@ func TestPullersAcrossARetentionFloor(t *testing.T) {
 				return id
 			},
 			del: func(id string) {
-				apitest.WantResponse(t, do(hs, "DELETE", api.EventsPath+"/"+id, "alice", uuid.NewString(), ""), 200, "")
+				apitest.WantResponse(t, hs.Call("DELETE", api.EventsPath+"/"+id, "alice", uuid.NewString(), ""), 200, "")
 			},
 		},
 		{
@@ -96,7 +96,7 @@ func TestPullersAcrossARetentionFloor(t *testing.T) {
 				return id
 			},
 			del: func(id string) {
-				apitest.WantResponse(t, do(hs, "DELETE", s.path(api.SpaceEventsPath)+"/"+id, "alice", uuid.NewString(), ""), 200, "")
+				apitest.WantResponse(t, hs.Call("DELETE", s.path(api.SpaceEventsPath)+"/"+id, "alice", uuid.NewString(), ""), 200, "")
 			},
 		},
 	}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// Handler is the API's handler (*api.Handler).
+type Handler interface {
+	Handle(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+}
+
+// leaveAll takes sub out of each of their spaces, their events there
+// deleted first, and writes a line per space to out. It reports whether
+// every space was left; err is a failure that stopped it.
+func leaveAll(ctx context.Context, h Handler, sub string, out io.Writer) (bool, error) {
+	as := member{h: h, sub: sub}
+	var listing struct {
+		Spaces []struct{ ID, Role string }
+	}
+	if err := as.read(ctx, api.SpacesPath, &listing); err != nil {
+		return false, err
+	}
+	all := true
+	for _, sp := range listing.Spaces {
+		r, err := as.leave(ctx, sp.ID)
+		if err != nil {
+			return false, fmt.Errorf("space %s: %w", sp.ID, err)
+		}
+		fmt.Fprintf(out, "space %s: %d events deleted, %s\n", sp.ID, r.deleted, r.outcome())
+		all = all && r.left && r.kept == 0
+	}
+	if len(listing.Spaces) == 0 {
+		fmt.Fprintln(out, "in no space")
+	}
+	return all, nil
+}
+
+// member acts as sub, through the handler.
+type member struct {
+	h   Handler
+	sub string
+}
+
+// spaceResult is what leaving one space came to.
+type spaceResult struct {
+	deleted, kept int    // events deleted; events their role may not delete
+	left          bool   // the membership is removed
+	refusal       string // why not, when it is not
+}
+
+func (r spaceResult) outcome() string {
+	s := "left"
+	if !r.left {
+		s = "not left: " + r.refusal
+	}
+	if r.kept > 0 {
+		s += fmt.Sprintf("; %d events kept, which their role no longer lets them delete (an owner can)", r.kept)
+	}
+	return s
+}
+
+func (m member) leave(ctx context.Context, space string) (spaceResult, error) {
+	var r spaceResult
+	base := strings.ReplaceAll(api.SpacePath, "{spaceId}", space)
+	ids, err := m.ownEvents(ctx, base+"/events")
+	if err != nil {
+		return r, err
+	}
+	for _, id := range ids {
+		status, code, err := m.mutate(ctx, http.MethodDelete, base+"/events/"+id)
+		switch {
+		case err != nil:
+			return r, err
+		case status == http.StatusOK:
+			r.deleted++
+		case code == "SPACE_ROLE_FORBIDS":
+			r.kept++
+		case code == "EVENT_ALREADY_DELETED" || code == "EVENT_NOT_FOUND": // meanwhile, by someone else or retention
+		default:
+			return r, fmt.Errorf("delete event %s: %d %s", id, status, code)
+		}
+	}
+	status, code, err := m.mutate(ctx, http.MethodDelete, base+"/members/"+url.PathEscape(m.sub))
+	switch {
+	case err != nil:
+		return r, err
+	case status == http.StatusOK:
+		r.left = true
+	case status == http.StatusConflict || status == http.StatusForbidden || status == http.StatusNotFound:
+		r.refusal = code // SPACE_LAST_OWNER; or no longer a member
+	default:
+		return r, fmt.Errorf("leave: %d %s", status, code)
+	}
+	return r, nil
+}
+
+// ownEvents lists the ids of the events in the stream at path that sub
+// wrote and may delete: not deleted yet, and not the service's own.
+func (m member) ownEvents(ctx context.Context, path string) ([]string, error) {
+	var ids []string
+	cursor := ""
+	for {
+		var page struct {
+			Events []struct {
+				ID, Type, Author string
+				Deleted          bool
+			}
+			Cursor  string
+			HasMore bool
+		}
+		q := "?limit=" + strconv.Itoa(api.MaxPageSize)
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if err := m.read(ctx, path+q, &page); err != nil {
+			return nil, err
+		}
+		for _, ev := range page.Events {
+			if ev.Author == m.sub && !ev.Deleted && !syncevent.Reserved(ev.Type) {
+				ids = append(ids, ev.ID)
+			}
+		}
+		if !page.HasMore {
+			return ids, nil
+		}
+		cursor = page.Cursor
+	}
+}
+
+// read GETs path into v; anything but a 200, after retries, is an error.
+func (m member) read(ctx context.Context, path string, v any) error {
+	resp, err := m.send(ctx, http.MethodGet, path, "")
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, errorCode(resp))
+	}
+	return json.Unmarshal([]byte(resp.Body), v)
+}
+
+// mutate sends a mutation under a fresh key (the same key on every retry)
+// and returns its status and error code.
+func (m member) mutate(ctx context.Context, method, path string) (int, string, error) {
+	resp, err := m.send(ctx, method, path, uuid.NewString())
+	if err != nil {
+		return 0, "", err
+	}
+	return resp.StatusCode, errorCode(resp), nil
+}
+
+// maxAttempts bounds the sends of one request answered 429 or 503.
+const maxAttempts = 10
+
+// send hands the request to the handler as API Gateway would, with sub's
+// claims, again after Retry-After while it is answered 429 or 503.
+func (m member) send(ctx context.Context, method, path, key string) (events.APIGatewayV2HTTPResponse, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := http.NewRequestWithContext(ctx, method, "https://sync-events.local"+path, http.NoBody)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		r.Header.Set("Authorization", "Bearer "+devserver.UnsignedToken(map[string]any{"sub": m.sub}))
+		if key != "" {
+			r.Header.Set("Idempotency-Key", key)
+		}
+		req, err := devserver.Event(r)
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		resp, err := m.h.Handle(ctx, req)
+		if err != nil {
+			return resp, err
+		}
+		if (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) || attempt == maxAttempts {
+			return resp, nil
+		}
+		wait := time.Second
+		if s, err := strconv.Atoi(resp.Headers["Retry-After"]); err == nil {
+			wait = time.Duration(s) * time.Second
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		}
+	}
+}
+
+func errorCode(resp events.APIGatewayV2HTTPResponse) string {
+	var e struct{ Error string }
+	_ = json.Unmarshal([]byte(resp.Body), &e)
+	return e.Error
+}
