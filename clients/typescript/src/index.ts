@@ -14,6 +14,8 @@ export type { RetryOptions } from "./retry.js";
 export {
   addMember,
   createSpace,
+  type DeletedEvent,
+  deleteEvent,
   leaveSpace,
   listSpaces,
   type MutationOptions,

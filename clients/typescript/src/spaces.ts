@@ -1,4 +1,4 @@
-import { type Fetch, type Refusal, type StopReason, sendUntilAnswered, spacesURL } from "./http.js";
+import { eventsURL, type Fetch, type Refusal, type StopReason, sendUntilAnswered, spacesURL } from "./http.js";
 import { type RetryOptions, retrier } from "./retry.js";
 import type { components } from "./schema.js";
 import { tokenSubject } from "./token.js";
@@ -13,6 +13,9 @@ export type Space = components["schemas"]["Space"];
 export type SpaceMember = components["schemas"]["Member"];
 /** The answer of removeMember and leaveSpace. */
 export type RemovedMember = components["schemas"]["RemovedMember"];
+
+/** The answer of deleteEvent. */
+export type DeletedEvent = components["schemas"]["DeletedEvent"];
 
 /** Where the API is and who calls it, as for a pull. */
 export interface SpaceOptions {
@@ -141,6 +144,26 @@ export async function leaveSpace(options: SpaceOptions, spaceId: string, mutatio
   }
   const url = spacesURL(options.baseUrl, spaceId, `members/${encodeURIComponent(sub)}`);
   return (await mutate(options, "DELETE", url, mutation.key, undefined, 200, sub)) as RemovedMember;
+}
+
+/**
+ * Deletes an event, exactly once: the caller's own stream's, or with
+ * `space` that space's (an owner deletes any event, a writer their own).
+ * The event keeps its position as a tombstone, its payload erased, and a
+ * notice of type `event.deleted` follows in the stream: every device's
+ * pull drops it (deletedId). Refusals throw SpaceError (404
+ * EVENT_NOT_FOUND, 409 EVENT_ALREADY_DELETED or EVENT_NOT_DELETABLE, 403
+ * SPACE_ROLE_FORBIDS); a request given up throws SpaceStopped with its
+ * key, to send again under.
+ */
+export async function deleteEvent(
+  options: SpaceOptions & { space?: string },
+  eventId: string,
+  mutation: MutationOptions = {},
+): Promise<DeletedEvent> {
+  const url = eventsURL(options.baseUrl, options.space);
+  url.pathname = `${url.pathname}/${encodeURIComponent(eventId)}`;
+  return (await mutate(options, "DELETE", url, mutation.key, undefined, 200)) as DeletedEvent;
 }
 
 function attempt(options: SpaceOptions) {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { PullError, pullEvents } from "../src/pull.js";
 import { MAX_SPACE_BATCH_EVENTS } from "../src/queue.js";
-import { addMember, createSpace, leaveSpace, listSpaces, removeMember, SpaceError, SpaceStopped } from "../src/spaces.js";
+import { addMember, createSpace, deleteEvent, leaveSpace, listSpaces, removeMember, SpaceError, SpaceStopped } from "../src/spaces.js";
 import type { NewEvent, QueueEntry } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
 import { answer, error, fakeFetch, instantRetry, memory, networkError, queueAt, TOKEN, USER, UUID_V4 } from "./helpers.js";
@@ -223,6 +223,28 @@ describe("spaces: create, list, members", () => {
     assert.ok(api.seen[2]?.body === "" && api.seen[2].method === "DELETE");
     const [add, remove] = [api.seen[1]?.key, api.seen[2]?.key];
     assert.ok(add && remove && UUID_V4.test(add) && add !== remove, "a key of its own for each mutation");
+  });
+
+  it("deleteEvent sends a DELETE with no body under a key, to the user's stream or the space's", async () => {
+    const paths: string[] = [];
+    const api = fakeFetch((req) => {
+      paths.push(new URL(req.url).pathname);
+      return answer(200, { id: new URL(req.url).pathname.split("/").pop(), deleted: true });
+    });
+    const id = "6f1c2a9e-3b7d-4c1e-9a52-0d8e4f7b6a31";
+    const key = "0b6f5a52-8c1e-4d7a-9f3b-2e4c6a8d0f12";
+    assert.deepEqual(await deleteEvent(options(api.fetch), id), { id, deleted: true });
+    assert.deepEqual(await deleteEvent({ ...options(api.fetch), space: SPACE }, id, { key }), { id, deleted: true });
+    assert.deepEqual(paths, [`/api/v1/sync/events/${id}`, `/api/v1/spaces/${SPACE}/events/${id}`]);
+    assert.deepEqual(
+      api.seen.map((r) => [r.method, r.body]),
+      [
+        ["DELETE", ""],
+        ["DELETE", ""],
+      ],
+    );
+    assert.ok(UUID_V4.test(api.seen[0]?.key ?? ""));
+    assert.equal(api.seen[1]?.key, key, "the key given, for a retry of one that stopped");
   });
 
   it("removeMember percent-encodes the member; leaveSpace removes the token's own sub", async () => {

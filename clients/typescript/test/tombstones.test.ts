@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { pullEvents } from "../src/pull.js";
+import { deleteEvent, SpaceError } from "../src/spaces.js";
 import type { ListedEvent } from "../src/types.js";
 import { uuidv4 } from "../src/uuid.js";
 import { applyEvents } from "./helpers.js";
@@ -34,9 +35,15 @@ it("deletedId: a device applying tombstones and notices drops a deleted event, f
   }
   assert.equal(early.size, 3);
 
-  const del = await call("DELETE", `/api/v1/sync/events/${ids[1]}`);
-  assert.equal(del.status, 200);
-  assert.deepEqual(await del.json(), { id: ids[1], deleted: true });
+  const key = uuidv4();
+  const victim = ids[1] as string;
+  assert.deepEqual(await deleteEvent(common, victim, { key }), { id: victim, deleted: true });
+  // Its retry (an answer lost) answers the same, and deletes nothing more.
+  assert.deepEqual(await deleteEvent(common, victim, { key }), { id: victim, deleted: true });
+  await assert.rejects(
+    deleteEvent(common, victim),
+    (err: unknown) => err instanceof SpaceError && err.status === 409 && err.code === "EVENT_ALREADY_DELETED",
+  );
 
   for await (const page of pullEvents({ ...common, cursor: first.cursor }).pages()) {
     applyEvents(early, page.events); // the notice
