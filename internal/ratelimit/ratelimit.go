@@ -81,6 +81,19 @@ func (l *Limiter) Take(key string, now time.Time) (wait time.Duration, ok bool) 
 	return wait, ok
 }
 
+// Wait is how long until key's bucket holds a token at now: 0 when it
+// does. It takes none: for a limit on what follows a request (a refusal,
+// say), taken with Take once that is known.
+func (l *Limiter) Wait(key string, now time.Time) time.Duration {
+	if l.bucket.Rate <= 0 {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, wait, _ := l.bucket.Take(l.states[key].State, now)
+	return wait
+}
+
 // evictOldest drops the key asked for longest ago: a full bucket by now,
 // most likely, which forgetting loses nothing of.
 func (l *Limiter) evictOldest() {

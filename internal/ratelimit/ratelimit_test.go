@@ -67,3 +67,26 @@ func TestLimiterKeepsOneBucketPerKey(t *testing.T) {
 		t.Fatal("the flooding key was forgotten before quieter ones")
 	}
 }
+
+// Wait says when a token comes without taking one: a refusal limit looks
+// before the request and takes after it, only if it was refused.
+func TestLimiterWaitTakesNothing(t *testing.T) {
+	l := ratelimit.NewLimiter(ratelimit.Bucket{Rate: 1, Burst: 2}, 8)
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for range 5 {
+		if w := l.Wait("k", now); w != 0 {
+			t.Fatalf("a fresh key waits %v", w)
+		}
+	}
+	l.Take("k", now)
+	l.Take("k", now)
+	if w := l.Wait("k", now); w != time.Second {
+		t.Fatalf("an empty bucket: wait %v, want 1s", w)
+	}
+	if w := l.Wait("k", now.Add(time.Second)); w != 0 {
+		t.Fatalf("a second later: wait %v", w)
+	}
+	if off := ratelimit.NewLimiter(ratelimit.Bucket{}, 8); off.Wait("k", now) != 0 {
+		t.Fatal("no limit waits")
+	}
+}

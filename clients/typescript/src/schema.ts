@@ -605,7 +605,9 @@ export interface components {
          *     went over their own rate, or the space over its own (`RATE_LIMITED`,
          *     with `Retry-After`: the mutations of each user's own stream, and of
          *     each space, are limited across the whole service, a user's reads per
-         *     execution environment), or API Gateway's stage throttling refused
+         *     execution environment, and a caller's refused mutations of spaces,
+         *     403s, to a burst of 10 then 1 a second per execution environment),
+         *     or API Gateway's stage throttling refused
          *     the request before the function ran (its own `{"message": …}`, no
          *     code). Retry with the same key after `Retry-After` seconds, or after
          *     a backoff.

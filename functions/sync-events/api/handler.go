@@ -53,6 +53,7 @@ type Handler struct {
 	mutations    *mutation.Runner[syncevent.Event]
 	events       EventReader
 	reads        *ratelimit.Limiter
+	refused      *ratelimit.Limiter
 	maxBodyBytes int
 	log          *slog.Logger
 	metrics      *metrics.Writer
@@ -165,9 +166,20 @@ func RequestPath(req *events.APIGatewayV2HTTPRequest) string {
 // mutate runs a mutation's row through the envelope: the route's pattern
 // is what the key's record names, its path parameters are the pattern's,
 // its body limit the row's.
-func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPRequest, rt *route, params map[string]string) (events.APIGatewayV2HTTPResponse, outcome) {
+func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPRequest, rt *route, params map[string]string) (_ events.APIGatewayV2HTTPResponse, out outcome) {
 	r := mutation.FromHTTPAPI(req)
 	r.Route, r.PathParams, r.MaxBodyBytes = rt.pattern, params, rt.maxBody
+	caller, inSpace := spaceMutationCaller(r, params)
+	if inSpace {
+		if wait := h.refused.Wait(caller, time.Now()); wait > 0 {
+			return h.fail(refusalsLimited(wait), req.RequestContext.HTTP.Method)
+		}
+		defer func() {
+			if c := out.code; c == eventlog.ErrNotMember.Code || c == eventlog.ErrRoleForbids.Code {
+				h.refused.Take(caller, time.Now())
+			}
+		}()
+	}
 	var carried int
 	resp, rep := h.mutations.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[syncevent.Event], error) {
 		plan, n, err := rt.mutate(h, r)

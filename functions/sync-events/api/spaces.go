@@ -18,6 +18,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -64,6 +65,31 @@ func stream(r *mutation.Request) (string, error) {
 		return "", err
 	}
 	return spaceStream(id)
+}
+
+// spaceMutationCaller is whom a mutation of a space counts a refusal
+// against: its caller, when the route names a space and the caller is
+// known.
+func spaceMutationCaller(r *mutation.Request, params map[string]string) (string, bool) {
+	if _, ok := params["spaceId"]; !ok {
+		return "", false
+	}
+	sub, err := user(r)
+	return sub, err == nil
+}
+
+// Refused mutations of spaces, per caller and execution environment: a
+// refusal (not a member, a role that forbids) costs a failed transaction
+// and takes no token of any stream's bucket, so a caller refused this
+// often is answered 429 before DynamoDB is called. A member's own writes
+// are never refused so.
+var refusalsBucket = ratelimit.Bucket{Rate: 1, Burst: 10}
+
+var errRefusalsLimited = errcode.New(errcode.RateLimited, "Too many refused requests to spaces from this user: retry after the time in Retry-After")
+
+// refusalsLimited is errRefusalsLimited with the wait.
+func refusalsLimited(wait time.Duration) error {
+	return &errcode.Error{Code: errRefusalsLimited.Code, Message: errRefusalsLimited.Message, RetryAfter: wait}
 }
 
 // spaceCaller refuses a caller whose sub cannot name a member: a member's

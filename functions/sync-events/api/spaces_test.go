@@ -240,3 +240,45 @@ func batchOfN(t *testing.T, n int) string {
 	}
 	return `{"events":[` + strings.Join(evs, ",") + `]}`
 }
+
+// TestRefusedSpaceWritesAreLimitedPerCaller: a refused write to a space
+// costs a failed transaction and no stream's token, so an outsider (or a
+// reader) who keeps trying is answered 429 after a burst of refusals,
+// before DynamoDB is called; the space's members write on, and the
+// outsider's own stream is not touched by it.
+func TestRefusedSpaceWritesAreLimitedPerCaller(t *testing.T) {
+	hs := apitest.New(t)
+	s := newSpace(t, hs, "alice")
+	apitest.WantResponse(t, s.add(t, "alice", "carol", "reader"), 201, "")
+	for _, refused := range []struct{ who, code string }{{"mallory", "SPACE_NOT_MEMBER"}, {"carol", "SPACE_ROLE_FORBIDS"}} {
+		n := 0
+		for ; n < 50; n++ {
+			resp, _ := s.post(t, refused.who)
+			if resp.StatusCode == 429 {
+				apitest.WantResponse(t, resp, 429, "RATE_LIMITED")
+				if resp.Headers["Retry-After"] == "" {
+					t.Errorf("%s: a 429 without Retry-After", refused.who)
+				}
+				break
+			}
+			apitest.WantResponse(t, resp, 403, refused.code)
+		}
+		if n != 10 {
+			t.Errorf("%s: %d refusals before the 429, want the burst of 10", refused.who, n)
+		}
+		before := hs.B.Transport.Calls()["TransactWriteItems"]
+		for range 5 {
+			resp, _ := s.post(t, refused.who)
+			apitest.WantResponse(t, resp, 429, "RATE_LIMITED")
+		}
+		if after := hs.B.Transport.Calls()["TransactWriteItems"]; after != before {
+			t.Errorf("%s: %d transactions sent while limited", refused.who, after-before)
+		}
+	}
+	for i := range 20 {
+		if resp, _ := s.post(t, "alice"); resp.StatusCode != 201 {
+			t.Fatalf("the owner's write %d: %d %s", i, resp.StatusCode, resp.Body)
+		}
+	}
+	apitest.WantResponse(t, hs.Post("mallory", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
+}

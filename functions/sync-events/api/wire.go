@@ -78,5 +78,6 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	opts.MaxBodyBytes = cfg.MaxBodyBytes
 	runner := mutation.New(flow, opts)
 	reads := ratelimit.NewLimiter(ratelimit.Bucket{Rate: float64(cfg.ReadsPerSecond), Burst: float64(cfg.ReadsBurst)}, maxReadLimitUsers)
-	return &Handler{mutations: runner, events: events, reads: reads, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+	refused := ratelimit.NewLimiter(refusalsBucket, maxReadLimitUsers)
+	return &Handler{mutations: runner, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }
