@@ -245,9 +245,10 @@ func batchOfN(t *testing.T, n int) string {
 // costs a failed transaction and no stream's token, so an outsider (or a
 // reader) who keeps trying is answered 429 after a burst of refusals,
 // before DynamoDB is called; the space's members write on, and the
-// outsider's own stream is not touched by it.
+// outsider's own stream is not touched by it. With changes unlimited
+// (CHANGES_PER_SECOND=0), refusals are too.
 func TestRefusedSpaceWritesAreLimitedPerCaller(t *testing.T) {
-	hs := apitest.New(t)
+	hs := apitest.NewLimited(t, 10, 60, 0, 0) // the default changes limit, as deployed
 	s := newSpace(t, hs, "alice")
 	apitest.WantResponse(t, s.add(t, "alice", "carol", "reader"), 201, "")
 	for _, refused := range []struct{ who, code string }{{"mallory", "SPACE_NOT_MEMBER"}, {"carol", "SPACE_ROLE_FORBIDS"}} {
@@ -281,4 +282,11 @@ func TestRefusedSpaceWritesAreLimitedPerCaller(t *testing.T) {
 		}
 	}
 	apitest.WantResponse(t, hs.Post("mallory", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
+
+	off := apitest.New(t) // CHANGES_PER_SECOND=0
+	o := newSpace(t, off, "alice")
+	for range 30 {
+		resp, _ := o.post(t, "mallory")
+		apitest.WantResponse(t, resp, 403, "SPACE_NOT_MEMBER")
+	}
 }

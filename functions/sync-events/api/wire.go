@@ -78,6 +78,12 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	opts.MaxBodyBytes = cfg.MaxBodyBytes
 	runner := mutation.New(flow, opts)
 	reads := ratelimit.NewLimiter(ratelimit.Bucket{Rate: float64(cfg.ReadsPerSecond), Burst: float64(cfg.ReadsBurst)}, maxReadLimitUsers)
-	refused := ratelimit.NewLimiter(refusalsBucket, maxReadLimitUsers)
+	// Refusals are limited while changes are: CHANGES_PER_SECOND=0 turns
+	// both off (make contract and make load run so).
+	refusals := refusalsBucket
+	if cfg.ChangesPerSecond == 0 {
+		refusals = ratelimit.Bucket{}
+	}
+	refused := ratelimit.NewLimiter(refusals, maxReadLimitUsers)
 	return &Handler{mutations: runner, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }
