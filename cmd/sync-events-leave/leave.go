@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,25 +75,29 @@ func (r spaceResult) outcome() string {
 	return s
 }
 
+// walks bounds the reads of a space for the member's events: a read ends
+// before an event not visible yet (one being committed), so the space is
+// read again until a read finds nothing new of theirs.
+const walks = 5
+
 func (m member) leave(ctx context.Context, space string) (spaceResult, error) {
 	var r spaceResult
 	base := strings.ReplaceAll(api.SpacePath, "{spaceId}", space)
-	ids, err := m.ownEvents(ctx, base+"/events")
-	if err != nil {
-		return r, err
-	}
-	for _, id := range ids {
-		status, code, err := m.mutate(ctx, http.MethodDelete, base+"/events/"+id)
-		switch {
-		case err != nil:
+	tried := map[string]bool{}
+	for range walks {
+		ids, err := m.ownEvents(ctx, base+"/events")
+		if err != nil {
 			return r, err
-		case status == http.StatusOK:
-			r.deleted++
-		case code == "SPACE_ROLE_FORBIDS":
-			r.kept++
-		case code == "EVENT_ALREADY_DELETED" || code == "EVENT_NOT_FOUND": // meanwhile, by someone else or retention
-		default:
-			return r, fmt.Errorf("delete event %s: %d %s", id, status, code)
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return tried[id] })
+		if len(ids) == 0 {
+			break
+		}
+		for _, id := range ids {
+			tried[id] = true
+			if err := m.deleteOwn(ctx, base, id, &r); err != nil {
+				return r, err
+			}
 		}
 	}
 	status, code, err := m.mutate(ctx, http.MethodDelete, base+"/members/"+url.PathEscape(m.sub))
@@ -107,6 +112,23 @@ func (m member) leave(ctx context.Context, space string) (spaceResult, error) {
 		return r, fmt.Errorf("leave: %d %s", status, code)
 	}
 	return r, nil
+}
+
+// deleteOwn deletes one of the member's events, counting it in r.
+func (m member) deleteOwn(ctx context.Context, base, id string, r *spaceResult) error {
+	status, code, err := m.mutate(ctx, http.MethodDelete, base+"/events/"+id)
+	switch {
+	case err != nil:
+		return err
+	case status == http.StatusOK:
+		r.deleted++
+	case code == "SPACE_ROLE_FORBIDS":
+		r.kept++
+	case code == "EVENT_ALREADY_DELETED" || code == "EVENT_NOT_FOUND": // meanwhile, by someone else or retention
+	default:
+		return fmt.Errorf("delete event %s: %d %s", id, status, code)
+	}
+	return nil
 }
 
 // ownEvents lists the ids of the events in the stream at path that sub

@@ -69,7 +69,7 @@ func policyFrom(getenv func(string) string) (retention.Policy, error) {
 func handler(t retention.Trimmer, p retention.Policy, log *slog.Logger) func(context.Context, events.DynamoDBEvent) error {
 	return func(ctx context.Context, ev events.DynamoDBEvent) error {
 		rep, err := retention.Handle(ctx, t, p, ev, time.Now())
-		attrs := []any{"records", rep.Records, "streams", rep.Streams, "trimmed", rep.Trimmed, "removed", rep.Removed}
+		attrs := []any{"records", rep.Records, "streams", rep.Streams, "trimmed", rep.Trimmed, "removed", rep.Removed, "deferred", rep.Deferred}
 		if err != nil {
 			log.Error("streams not trimmed; the batch will be retried", append(attrs, "error", err.Error())...)
 			return err

@@ -28,9 +28,10 @@ import (
 // both next time. Events from before sequence numbers (legacy positions)
 // have no such order and are read as they sort.
 //
-// A gap at the first position read may instead be retention's (Trim):
-// read from the start, the stream then starts at its floor; read from a
-// cursor below the floor, Read yields ErrCursorExpired.
+// Retention (Trim) removes a stream's oldest events below a floor: read
+// from the start, the stream begins just above it (one GetItem more); read
+// from a cursor, a gap at the first position is looked up, and when the
+// missing event is at or below the floor Read yields ErrCursorExpired.
 //
 // It reads batch items per Query as the caller asks for more (a Query
 // returns fewer when DynamoDB's 1 MB cap cuts it short, and the next one
@@ -57,7 +58,24 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 		Limit:                     aws.Int32(int32(batch)),
 	}
 	return func(yield func(syncevent.Event, error) bool) {
-		last := after
+		// next follows prev: the position the next event must have.
+		prev := uint64(0)
+		if !after.IsLegacy() {
+			prev = after.Seq
+		}
+		// From the start, the stream begins above its floor: what is at or
+		// below it is trimmed, or about to be (a trim raises the floor
+		// before it deletes).
+		floorRead := after.IsStart()
+		if floorRead {
+			f, err := l.readFloor(ctx, userID)
+			if err != nil {
+				yield(syncevent.Event{}, err)
+				return
+			}
+			prev = f.seq
+		}
+		first := true
 		for {
 			out, err := l.client.Query(ctx, in)
 			if err != nil {
@@ -70,25 +88,25 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 					yield(syncevent.Event{}, err)
 					return
 				}
-				if !ev.Position.IsLegacy() && ev.Position.Seq != last.Seq+1 {
-					if last.IsLegacy() || last.Seq == after.Seq {
-						// A gap at the read's first position: that event may
-						// have been trimmed rather than not visible yet.
-						from, err := l.afterFloor(ctx, userID, after)
-						if err != nil {
-							yield(syncevent.Event{}, err)
-							return
+				if !ev.Position.IsLegacy() {
+					if ev.Position.Seq <= prev {
+						continue // below the floor, its delete not done yet
+					}
+					if ev.Position.Seq != prev+1 {
+						// A gap: the missing event is not visible yet, or, at
+						// the read's first position, it may have been trimmed.
+						if first && !floorRead {
+							if err := l.belowFloor(ctx, userID, prev+1); err != nil {
+								yield(syncevent.Event{}, err)
+							}
 						}
-						last = from
+						return
 					}
-					if ev.Position.Seq != last.Seq+1 {
-						return // a gap: ev's predecessor is not visible yet
-					}
+					prev, first = ev.Position.Seq, false
 				}
 				if !yield(ev, nil) {
 					return
 				}
-				last = ev.Position
 			}
 			if len(out.LastEvaluatedKey) == 0 {
 				return

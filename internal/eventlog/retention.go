@@ -63,21 +63,43 @@ func (l *Log) readFloor(ctx context.Context, stream string) (floor, error) {
 }
 
 // raiseFloor sets the floor item's attribute name to n unless it is at n
-// or above already (another trim got there first: not an error).
-func (l *Log) raiseFloor(ctx context.Context, stream, name string, n uint64) error {
-	_, err := l.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(l.table),
-		Key:                       map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(floorID)},
-		UpdateExpression:          aws.String("SET #n = :n"),
-		ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
-		ExpressionAttributeNames:  map[string]string{"#n": name},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
-	})
-	var failed *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &failed) {
-		return dynamodbstore.Classify(fmt.Errorf("raise the floor's %s: %w", name, err))
+// or above already (another trim got there first), and only while the
+// stream's head is above n: the floor stays below the newest event, and a
+// trim that read a stream since erased and begun again (its head back
+// near 0) leaves no floor over the new events. ok is false when the head
+// refused: nothing may be deleted then.
+func (l *Log) raiseFloor(ctx context.Context, stream, name string, n uint64) (ok bool, _ error) {
+	_, err := l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{
+			TableName:                 aws.String(l.table),
+			Key:                       map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(headID)},
+			ConditionExpression:       aws.String("attribute_exists(#s) AND #s > :n"),
+			ExpressionAttributeNames:  map[string]string{"#s": attrHeadSeq},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
+		}},
+		{Update: &types.Update{
+			TableName:                 aws.String(l.table),
+			Key:                       map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(floorID)},
+			UpdateExpression:          aws.String("SET #n = :n"),
+			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
+			ExpressionAttributeNames:  map[string]string{"#n": name},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
+		}},
+	}})
+	if err == nil {
+		return true, nil
 	}
-	return nil
+	var canceled *types.TransactionCanceledException
+	if errors.As(err, &canceled) && len(canceled.CancellationReasons) == 2 {
+		head, floor := aws.ToString(canceled.CancellationReasons[0].Code), aws.ToString(canceled.CancellationReasons[1].Code)
+		switch {
+		case head == "ConditionalCheckFailed" && (floor == "" || floor == "None" || floor == "ConditionalCheckFailed"):
+			return false, nil
+		case (head == "" || head == "None") && floor == "ConditionalCheckFailed":
+			return true, nil // at n or above already
+		}
+	}
+	return false, dynamodbstore.Classify(fmt.Errorf("raise the floor's %s: %w", name, err))
 }
 
 // TrimResult is what one Trim did.
@@ -105,20 +127,21 @@ func (l *Log) Trim(ctx context.Context, stream string, cutoff time.Time, limit i
 	if err != nil {
 		return TrimResult{}, err
 	}
-	doomed, to, err := l.trimmable(ctx, stream, f, cutoff, limit)
+	doomed, to, gone, err := l.trimmable(ctx, stream, f, cutoff, limit)
 	if err != nil {
 		return TrimResult{}, err
 	}
 	if to > f.seq {
-		if err := l.raiseFloor(ctx, stream, attrHeadSeq, to); err != nil {
-			return TrimResult{}, err
+		ok, err := l.raiseFloor(ctx, stream, attrHeadSeq, to)
+		if err != nil || !ok {
+			return TrimResult{Floor: f.seq}, err // the stream was erased meanwhile
 		}
 	}
 	if err := l.deleteEvents(ctx, stream, doomed); err != nil {
 		return TrimResult{}, err
 	}
-	if to > f.trimmed {
-		if err := l.raiseFloor(ctx, stream, attrTrimmed, to); err != nil {
+	if gone > f.trimmed {
+		if _, err := l.raiseFloor(ctx, stream, attrTrimmed, gone); err != nil {
 			return TrimResult{}, err
 		}
 	}
@@ -126,16 +149,21 @@ func (l *Log) Trim(ctx context.Context, stream string, cutoff time.Time, limit i
 }
 
 // trimmable reads stream's events after f.trimmed in position order and
-// returns the ids of those to go and the floor after them: every event at
-// or below f.seq still there (a trim cut off before), then each next one
-// received before cutoff that has a successor, up to limit in all.
-func (l *Log) trimmable(ctx context.Context, stream string, f floor, cutoff time.Time, limit int) (ids []string, to uint64, _ error) {
-	to = f.seq
+// returns the ids of those to go: every event at or below f.seq still
+// there (a trim cut off before), then each next one received before cutoff
+// that has a successor, up to limit in all. to is the floor after them;
+// gone is how far every event will be gone once they are deleted: to,
+// unless the limit stopped it among the leftovers below f.seq.
+func (l *Log) trimmable(ctx context.Context, stream string, f floor, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
+	to, gone = f.seq, f.trimmed
+	if limit <= 0 {
+		return nil, to, gone, nil
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(l.table),
 		IndexName:                aws.String(ByReceivedIndex),
 		KeyConditionExpression:   aws.String("#u = :u AND #rk BETWEEN :after AND :last"),
-		ExpressionAttributeNames: map[string]string{"#u": attrUserID, "#rk": attrReceivedKey},
+		ExpressionAttributeNames: map[string]string{"#u": attrUserID, "#rk": attrReceivedKey, "#id": attrEventID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":u": str(stream), ":after": str(syncevent.At(f.trimmed + 1).SortKey()), ":last": str(syncevent.At(1<<63 - 1).SortKey()),
 		},
@@ -145,38 +173,44 @@ func (l *Log) trimmable(ctx context.Context, stream string, f floor, cutoff time
 		// yet, which one item shows (and a second that it is not the newest).
 		Limit: aws.Int32(2),
 	}
-	in.ExpressionAttributeNames["#id"] = attrEventID
+	// done reports the result once the events collected end at last.
+	done := func(last uint64) ([]string, uint64, uint64, error) {
+		if last <= f.seq && len(ids) == limit {
+			return ids, to, max(gone, last), nil // leftovers may remain above last
+		}
+		return ids, to, max(gone, to), nil
+	}
 	var prev *trimCandidate
-	for len(ids) < limit {
+	var last uint64
+	for {
 		out, err := l.client.Query(ctx, in)
 		if err != nil {
-			return nil, 0, dynamodbstore.Classify(fmt.Errorf("query events to trim: %w", err))
+			return nil, 0, 0, dynamodbstore.Classify(fmt.Errorf("query events to trim: %w", err))
 		}
 		for _, item := range out.Items {
 			c, err := decodeCandidate(item)
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
-			// prev has a successor, c: it may go if it is below the
+			// prev has a successor, c: it goes if it is at or below the
 			// floor already, or the next position, received before cutoff.
 			if prev != nil {
 				if prev.seq > to && (prev.seq != to+1 || !prev.received.Before(cutoff)) {
-					return ids, to, nil
+					return done(last)
 				}
-				ids, to = append(ids, prev.id), max(to, prev.seq)
+				ids, to, last = append(ids, prev.id), max(to, prev.seq), prev.seq
 				if len(ids) == limit {
-					return ids, to, nil
+					return done(last)
 				}
 			}
 			prev = &c
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return ids, to, nil
+			return done(last)
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 		in.Limit = aws.Int32(int32(min(limit-len(ids)+1, 1000)))
 	}
-	return ids, to, nil
 }
 
 type trimCandidate struct {
@@ -233,26 +267,16 @@ func (l *Log) deleteEvents(ctx context.Context, stream string, ids []string) err
 	return nil
 }
 
-// afterFloor is where a read of stream from after goes on when the first
-// position it finds is not the one after after: at the floor when
-// the missing positions were trimmed and the read is from the start;
-// ErrCursorExpired when they were trimmed and it is from a cursor; after
-// itself when they are only not visible yet.
-func (l *Log) afterFloor(ctx context.Context, stream string, after syncevent.Position) (syncevent.Position, error) {
+// belowFloor is ErrCursorExpired when the event at position missing, not
+// found where a read expected it, was trimmed (it is at or below stream's
+// floor), and nil when it is only not visible yet.
+func (l *Log) belowFloor(ctx context.Context, stream string, missing uint64) error {
 	f, err := l.readFloor(ctx, stream)
 	if err != nil {
-		return after, err
+		return err
 	}
-	missing := uint64(1)
-	if !after.IsLegacy() {
-		missing = after.Seq + 1
+	if f.seq >= missing {
+		return ErrCursorExpired
 	}
-	switch {
-	case f.seq < missing:
-		return after, nil
-	case after.IsStart():
-		return syncevent.At(f.seq), nil
-	default:
-		return after, ErrCursorExpired
-	}
+	return nil
 }

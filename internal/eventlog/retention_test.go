@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,42 @@ func putReceived(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// putNumbers puts stream's item id (a head, a floor) holding nums.
+func putNumbers(t *testing.T, b *ddbtest.Backend, stream, id string, nums map[string]uint64) {
+	t.Helper()
+	item := map[string]types.AttributeValue{
+		"user_id": &types.AttributeValueMemberS{Value: stream}, "event_id": &types.AttributeValueMemberS{Value: id},
+	}
+	for name, n := range nums {
+		item[name] = &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
+	}
+	if _, err := b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(b.Tables.Events), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putStream stores events 1 … n of stream and its head at n.
+func putStream(t *testing.T, b *ddbtest.Backend, stream string, n uint64) {
+	t.Helper()
+	for _, seq := range seqRange(1, n) {
+		putReceived(t, b, stream, seq)
+	}
+	putHead(t, b, stream, n)
+}
+
+// putHead sets stream's head at seq, as its last commit would.
+func putHead(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
+	t.Helper()
+	putNumbers(t, b, stream, "head", map[string]uint64{"seq": seq})
+}
+
+// putFloor leaves what a trim cut off after raising the floor to seq
+// leaves.
+func putFloor(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
+	t.Helper()
+	putNumbers(t, b, stream, "floor", map[string]uint64{"seq": seq})
 }
 
 func readSeqs(t *testing.T, log *eventlog.Log, stream string, after uint64) ([]uint64, error) {
@@ -91,6 +128,9 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 			for _, seq := range tt.stored {
 				putReceived(t, b, stream, seq)
 			}
+			if len(tt.stored) > 0 {
+				putHead(t, b, stream, slices.Max(tt.stored))
+			}
 			res, err := log.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
 			if err != nil {
 				t.Fatal(err)
@@ -124,6 +164,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
 		putReceived(t, b, stream, seq)
 	}
+	putHead(t, b, stream, 8)
 	if res, err := log.Trim(context.Background(), stream, receivedOn(4), 100); err != nil || res.Floor != 3 {
 		t.Fatalf("Trim = %+v, %v; want floor 3", res, err)
 	}
@@ -160,21 +201,10 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	const stream = "cut-off"
-	for _, seq := range seqRange(1, 6) {
-		putReceived(t, b, stream, seq)
-	}
+	putStream(t, b, stream, 6)
 	// What a trim leaves when it stops between raising the floor to 3
 	// and deleting.
-	_, err := b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(b.Tables.Events),
-		Item: map[string]types.AttributeValue{
-			"user_id": &types.AttributeValueMemberS{Value: stream}, "event_id": &types.AttributeValueMemberS{Value: "floor"},
-			"seq": &types.AttributeValueMemberN{Value: "3"},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	putFloor(t, b, stream, 3)
 	if got, err := readSeqs(t, log, stream, 1); err != nil || !slices.Equal(got, seqRange(2, 6)) {
 		t.Fatalf("read after 1 before the deletes: %v, %v", got, err)
 	}
@@ -187,5 +217,95 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	}
 	if _, err := readSeqs(t, log, stream, 1); !errors.Is(err, eventlog.ErrCursorExpired) {
 		t.Fatalf("read after 1: %v, want CURSOR_EXPIRED", err)
+	}
+}
+
+// While a trim deletes (its floor raised, some events at or below it still
+// there, in any order), a read from the start begins above the floor: it
+// never stops at a leftover, never returns an empty stream, and a cursor
+// among the leftovers reads on through what is there.
+func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
+	b := ddbtest.Start(t)
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	tests := []struct {
+		name   string
+		stored []uint64
+		floor  uint64
+		want   []uint64
+	}{
+		{"the first deleted, the rest not yet", []uint64{2, 3, 4, 5, 6}, 3, []uint64{4, 5, 6}},
+		{"one in the middle deleted", []uint64{1, 3, 4, 5, 6}, 3, []uint64{4, 5, 6}},
+		{"none deleted yet", seqRange(1, 6), 3, []uint64{4, 5, 6}},
+		{"all deleted", []uint64{4, 5, 6}, 3, []uint64{4, 5, 6}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stream := fmt.Sprintf("deleting-%d", i)
+			for _, seq := range tt.stored {
+				putReceived(t, b, stream, seq)
+			}
+			putFloor(t, b, stream, tt.floor)
+			if got, err := readSeqs(t, log, stream, 0); err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("read from the start: %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// A trim stopped by its limit among the leftovers of a trim cut off
+// records only those it deleted as gone, so the next trims delete the
+// rest; a limit of 0 deletes and records nothing.
+func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
+	b := ddbtest.Start(t)
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	const stream = "limited"
+	putStream(t, b, stream, 8)
+	putFloor(t, b, stream, 5) // cut off before deleting 1..5
+	if res, err := log.Trim(context.Background(), stream, receivedOn(0), 0); err != nil || res.Removed != 0 {
+		t.Fatalf("limit 0: %+v, %v", res, err)
+	}
+	for _, want := range []int{2, 2, 1, 0} {
+		res, err := log.Trim(context.Background(), stream, receivedOn(0), 2) // nothing is old by time
+		if err != nil || res.Removed != want || res.Floor != 5 {
+			t.Fatalf("Trim = %+v, %v; want %d removed, the floor kept at 5", res, err, want)
+		}
+	}
+	left := 0
+	for _, ev := range b.StoredEvents(t) {
+		if ev.UserID == stream {
+			left++
+			if ev.Position.Seq <= 5 {
+				t.Errorf("event %d, at or below the floor, is still stored", ev.Position.Seq)
+			}
+		}
+	}
+	if left != 3 {
+		t.Errorf("%d events left, want 6, 7, 8", left)
+	}
+}
+
+// A trim of a stream erased meanwhile (no head) or begun again below the
+// floor it would raise deletes nothing and leaves no floor: the stream's
+// new events read from the start.
+func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
+	b := ddbtest.Start(t)
+	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	for name, head := range map[string]uint64{"no head": 0, "begun again": 2} {
+		t.Run(name, func(t *testing.T) {
+			stream := "erased-" + strings.ReplaceAll(name, " ", "-")
+			for _, seq := range seqRange(1, 6) {
+				putReceived(t, b, stream, seq)
+			}
+			if head > 0 {
+				putHead(t, b, stream, head) // events 3..6 are a stale read's
+			}
+			res, err := log.Trim(context.Background(), stream, receivedOn(99), 100)
+			if err != nil || res.Removed != 0 {
+				t.Fatalf("Trim = %+v, %v; want nothing removed", res, err)
+			}
+			if got, err := readSeqs(t, log, stream, 0); err != nil || !slices.Equal(got, seqRange(1, 6)) {
+				t.Errorf("read from the start: %v, %v", got, err)
+			}
+		})
 	}
 }

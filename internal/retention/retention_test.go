@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,4 +77,42 @@ func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 	if want := map[string]int{"alice": 1, "bob": 1, "carol": 2}; fmt.Sprint(left) != fmt.Sprint(want) {
 		t.Errorf("events left %v, want %v (each trimmed stream's newest; carol untouched)", left, want)
 	}
+}
+
+// counting is a Trimmer that counts its calls and trims nothing.
+type counting struct{ calls atomic.Int32 }
+
+func (c *counting) Trim(context.Context, string, time.Time, int) (eventlog.TrimResult, error) {
+	c.calls.Add(1)
+	return eventlog.TrimResult{}, nil
+}
+
+// With the invocation's deadline near, streams are deferred to their next
+// batch, not trimmed in a hurry nor failed; with time, each is trimmed once.
+func TestHandleDefersStreamsWhenTimeRunsOut(t *testing.T) {
+	var batch events.DynamoDBEvent
+	for i := range 20 {
+		batch.Records = append(batch.Records, headRecord(fmt.Sprintf("user-%d", i%10), uint64(i+1)))
+	}
+	for _, tt := range []struct {
+		left            time.Duration
+		trims, deferred int
+	}{{time.Minute, 10, 0}, {10 * time.Second, 0, 10}} {
+		ctx, cancel := context.WithTimeout(context.Background(), tt.left)
+		c := &counting{}
+		rep, err := retention.Handle(ctx, c, retention.Policy{Keep: time.Hour, Limit: 10}, batch, time.Now())
+		cancel()
+		if err != nil || int(c.calls.Load()) != tt.trims || rep.Deferred != tt.deferred || rep.Streams != 10 {
+			t.Errorf("%v left: %d trims, %+v, %v; want %d trims, %d deferred", tt.left, c.calls.Load(), rep, err, tt.trims, tt.deferred)
+		}
+	}
+}
+
+func headRecord(user string, seq uint64) events.DynamoDBEventRecord {
+	img := map[string]events.DynamoDBAttributeValue{
+		"user_id": events.NewStringAttribute(user), "event_id": events.NewStringAttribute("head"), "seq": events.NewNumberAttribute(fmt.Sprint(seq)),
+	}
+	return events.DynamoDBEventRecord{EventName: "MODIFY", Change: events.DynamoDBStreamRecord{
+		Keys: map[string]events.DynamoDBAttributeValue{"user_id": img["user_id"], "event_id": img["event_id"]}, NewImage: img,
+	}}
 }

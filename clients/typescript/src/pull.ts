@@ -28,13 +28,20 @@ export interface PullOptions {
    * its copy of this stream and its kept cursor (in one step, so that a
    * crash between leaves no stale cursor); the pull then starts over from
    * the stream's start, which begins at the server's floor, and yields
-   * those pages. Without it, the 410 is thrown as a PullError.
+   * those pages (at most 3 times in one pull; then the 410 is thrown).
+   * Without it, the 410 is thrown as a PullError.
    */
   startOver?: () => void | Promise<void>;
   fetch?: Fetch;
   retry?: RetryOptions;
   signal?: AbortSignal;
 }
+
+/**
+ * The most start-overs in one pull: a retention floor rising under a pull
+ * again and again (it rises at most every few minutes) is not waited out.
+ */
+const MAX_START_OVERS = 3;
 
 /** The most events a page holds (the API's `limit` bound): a pull's default. */
 const MAX_PAGE_EVENTS = 1000;
@@ -89,6 +96,7 @@ export class EventPull implements AsyncIterable<ListedEvent> {
   async *pages(): AsyncGenerator<Page> {
     const r = retrier(this.#o.retry);
     const f = this.#o.fetch ?? globalThis.fetch.bind(globalThis);
+    let startedOver = 0;
     for (;;) {
       const url = eventsURL(this.#o.baseUrl, this.#o.space);
       if (this.#cursor !== undefined) {
@@ -104,7 +112,8 @@ export class EventPull implements AsyncIterable<ListedEvent> {
       }
       if (outcome.response.status !== 200) {
         const err = new PullError(outcome.response.status, outcome.body as ErrorBody);
-        if (isCursorExpired(err) && this.#cursor !== undefined && this.#o.startOver !== undefined) {
+        if (isCursorExpired(err) && this.#cursor !== undefined && this.#o.startOver !== undefined && startedOver < MAX_START_OVERS) {
+          startedOver++;
           await this.#o.startOver();
           this.#cursor = undefined;
           continue;

@@ -108,3 +108,59 @@ it("pullEvents throws the server's refusal", async () => {
     (err: unknown) => err instanceof PullError && err.status === 400 && err.body?.message === "validation_failed",
   );
 });
+
+it("pullEvents with startOver: a 410 CURSOR_EXPIRED drops the copy and reads from the start; a floor that keeps rising under it stops it after 3", async () => {
+  const stored = [ev(1), ev(2), ev(3)];
+  // The floor is at p1: a cursor below it is refused; from the start, the stream begins at event 2.
+  let floor = 1;
+  const api = pagedServer(stored, (cursor) => {
+    const at = Number(cursor.slice(1));
+    if (cursor !== "p0" && at < floor) {
+      return error(410, "CURSOR_EXPIRED");
+    }
+    if (cursor === "p0") {
+      const events = stored.slice(floor, floor + 1);
+      return answer(200, { events, cursor: `p${floor + 1}`, hasMore: true, nextCursor: `p${floor + 1}` });
+    }
+    return undefined;
+  });
+  const base = { baseUrl: "https://api.example.com", getToken: () => TOKEN, fetch: api.fetch, limit: 1 };
+  let dropped = 0;
+  const held: string[] = ["stale"];
+  const pull = pullEvents({
+    ...base,
+    cursor: "p0000",
+    startOver: () => {
+      dropped++;
+      held.length = 0;
+    },
+  });
+  // "p0000" is a position below the floor (0 < 1) that is not the start.
+  for await (const e of pull) {
+    held.push(e.id);
+  }
+  assert.equal(dropped, 1);
+  assert.deepEqual(held, ["id-2", "id-3"]);
+
+  // A floor that rises past every page it hands out: 3 start-overs, then the 410.
+  floor = 0;
+  let starts = 0;
+  const rising = pagedServer(stored, (cursor) => {
+    if (cursor === "p0") {
+      starts++;
+      return answer(200, { events: [ev(1)], cursor: "p1", hasMore: true, nextCursor: "p1" });
+    }
+    return error(410, "CURSOR_EXPIRED");
+  });
+  let overs = 0;
+  await assert.rejects(
+    async () => {
+      for await (const _ of pullEvents({ ...base, fetch: rising.fetch, cursor: "p1", startOver: () => void overs++ })) {
+        // pages from the start, each followed by a 410
+      }
+    },
+    (err: unknown) => err instanceof PullError && err.status === 410,
+  );
+  assert.equal(overs, 3);
+  assert.equal(starts, 3);
+});

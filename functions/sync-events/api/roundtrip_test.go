@@ -83,8 +83,12 @@ func TestDynamoDBCallsPerRequest(t *testing.T) {
 			map[string]int{}},
 		{"refused before execution", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse { return hs.Post("alice", "not-a-key", body) }, 400,
 			map[string]int{}},
-		{"GET page", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse { return hs.Get("alice", nil) }, 200,
-			map[string]int{"Query": 1}},
+		// From the start, the stream's floor is read first (retention).
+		{"GET page from the start", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse { return hs.Get("alice", nil) }, 200,
+			map[string]int{"GetItem": 1, "Query": 1}},
+		{"GET page from a cursor", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse {
+			return hs.Get("alice", map[string]string{"cursor": "p0000000000000001"})
+		}, 200, map[string]int{"Query": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
