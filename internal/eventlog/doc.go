@@ -18,8 +18,10 @@
 // A stream is a user's own events, or a space's (spaces.go): a space's
 // partition holds its head and events as a user's does, and its members'
 // items, and every commit to it checks the writer's role in the same
-// transaction. An event is never removed: a deletion (delete.go) makes it
-// a tombstone at its position and writes a notice at the next. The
+// transaction. A deletion (delete.go) never removes an event: it makes it
+// a tombstone at its position and writes a notice at the next. Retention
+// (retention.go) removes a stream's oldest events, below a floor that
+// reads respect. The
 // stream's head writes, read from the table's stream, tell devices that a
 // stream moved (HeadChange, HeadStreamFilter).
 //
