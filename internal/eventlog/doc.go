@@ -21,8 +21,8 @@
 // transaction. A deletion (delete.go) never removes an event: it makes it
 // a tombstone at its position and writes a notice at the next. Retention
 // (retention.go) removes a stream's oldest events, below a floor that
-// reads respect. The
-// stream's head writes, read from the table's stream, tell devices that a
+// reads respect. The stream's head writes, read from the table's stream,
+// tell devices that a
 // stream moved (HeadChange, HeadStreamFilter).
 //
 // It owns the events table's definition (keys, index, stream) and its
