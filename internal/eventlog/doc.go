@@ -22,8 +22,7 @@
 // a tombstone at its position and writes a notice at the next. Retention
 // (retention.go) removes a stream's oldest events, below a floor that
 // reads respect. The stream's head writes, read from the table's stream,
-// tell devices that a
-// stream moved (HeadChange, HeadStreamFilter).
+// tell devices that a stream moved (HeadChange, HeadStreamFilter).
 //
 // It owns the events table's definition (keys, index, stream) and its
 // items; it knows nothing of HTTP, and what an event is is package
