@@ -18,7 +18,8 @@ import (
 )
 
 // putAt stores an event item at seq straight into the table, as a commit
-// whose predecessor is not visible yet would leave it.
+// whose predecessor is not visible yet would leave it, received on
+// receivedOn(seq) (retention_test.go).
 func putAt(t *testing.T, b *ddbtest.Backend, user string, seq uint64) {
 	t.Helper()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -26,7 +27,8 @@ func putAt(t *testing.T, b *ddbtest.Backend, user string, seq uint64) {
 		TableName: aws.String(b.Tables.Events),
 		Item: map[string]types.AttributeValue{
 			"user_id": s(user), "event_id": s(uuid.NewString()), "received_key": s(syncevent.At(seq).SortKey()),
-			"type": s("t"), "occurred_at": s("2026-12-02T14:03:00Z"), "received_at": s("2026-12-02T14:03:00.000Z"), "payload": s(`{}`),
+			"type": s("t"), "occurred_at": s("2026-01-01T00:00:00Z"), "received_at": s(receivedOn(seq).Format(syncevent.TimestampLayout)),
+			"payload": s(`{}`),
 		},
 	})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/eventlog"
@@ -25,23 +24,6 @@ import (
 var day0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func receivedOn(seq uint64) time.Time { return day0.Add(time.Duration(seq) * 24 * time.Hour) }
-
-// putReceived stores an event item at seq, received on receivedOn(seq).
-func putReceived(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
-	t.Helper()
-	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	_, err := b.Client.PutItem(context.Background(), &dynamodb.PutItemInput{
-		TableName: aws.String(b.Tables.Events),
-		Item: map[string]types.AttributeValue{
-			"user_id": s(stream), "event_id": s(uuid.NewString()), "received_key": s(syncevent.At(seq).SortKey()),
-			"type": s("t"), "occurred_at": s("2026-01-01T00:00:00Z"), "received_at": s(receivedOn(seq).Format(syncevent.TimestampLayout)),
-			"payload": s(`{}`),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // putNumbers puts stream's item id (a head, a floor) holding nums.
 func putNumbers(t *testing.T, b *ddbtest.Backend, stream, id string, nums map[string]uint64) {
@@ -61,7 +43,7 @@ func putNumbers(t *testing.T, b *ddbtest.Backend, stream, id string, nums map[st
 func putStream(t *testing.T, b *ddbtest.Backend, stream string, n uint64) {
 	t.Helper()
 	for _, seq := range seqRange(1, n) {
-		putReceived(t, b, stream, seq)
+		putAt(t, b, stream, seq)
 	}
 	putHead(t, b, stream, n)
 }
@@ -126,7 +108,7 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			stream := fmt.Sprintf("trim-%d", i)
 			for _, seq := range tt.stored {
-				putReceived(t, b, stream, seq)
+				putAt(t, b, stream, seq)
 			}
 			if len(tt.stored) > 0 {
 				putHead(t, b, stream, slices.Max(tt.stored))
@@ -162,7 +144,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	const stream = "floor-reader"
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
-		putReceived(t, b, stream, seq)
+		putAt(t, b, stream, seq)
 	}
 	putHead(t, b, stream, 8)
 	if res, err := log.Trim(context.Background(), stream, receivedOn(4), 100); err != nil || res.Floor != 3 {
@@ -242,7 +224,7 @@ func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			stream := fmt.Sprintf("deleting-%d", i)
 			for _, seq := range tt.stored {
-				putReceived(t, b, stream, seq)
+				putAt(t, b, stream, seq)
 			}
 			putFloor(t, b, stream, tt.floor)
 			if got, err := readSeqs(t, log, stream, 0); err != nil || !slices.Equal(got, tt.want) {
@@ -294,7 +276,7 @@ func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			stream := "erased-" + strings.ReplaceAll(name, " ", "-")
 			for _, seq := range seqRange(1, 6) {
-				putReceived(t, b, stream, seq)
+				putAt(t, b, stream, seq)
 			}
 			if head > 0 {
 				putHead(t, b, stream, head) // events 3..6 are a stale read's
