@@ -2,9 +2,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
+import { after, before } from "node:test";
 import { build } from "esbuild";
-import { type Browser, chromium } from "playwright-core";
-import { freePort } from "../server.js";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { freePort, startService } from "../server.js";
 
 /** Debian's Chromium, or CHROMIUM. Nothing here downloads a browser. */
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -133,4 +134,37 @@ export async function startNotesExample(api: string, token?: string): Promise<{ 
     example.once("exit", (code) => fail(new Error(`examples/notes/serve.mjs exited ${code}`)));
   });
   return { origin: `http://localhost:${port}`, stop: () => example.kill() };
+}
+
+/** What a browser test of the notes example runs against, once its before hook has run. */
+export interface NotesRig {
+  service: { url: string; stop: () => void };
+  example: { origin: string; stop: () => void };
+  browser: Browser;
+}
+
+/**
+ * make run's server (with env), the notes example against it (token as in
+ * startNotesExample) and Chromium, started before the file's tests and
+ * stopped after them.
+ */
+export function notesRig(env: Record<string, string> = {}, token?: string): NotesRig {
+  const rig = {} as NotesRig;
+  before(async () => {
+    rig.service = await startService(env);
+    rig.example = await startNotesExample(rig.service.url, token);
+    rig.browser = await launch();
+  });
+  after(async () => {
+    await rig.browser?.close();
+    rig.example?.stop();
+    rig.service?.stop();
+  });
+  return rig;
+}
+
+/** Writes a personal note on the notes example's page. */
+export async function addNote(page: Page, text: string): Promise<void> {
+  await page.fill("#text", text);
+  await page.click("button[type=submit]");
 }

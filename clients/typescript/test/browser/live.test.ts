@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { after, before, it } from "node:test";
-import type { Browser, BrowserContext, Page, WebSocketRoute } from "playwright-core";
-import { localToken, startService } from "../server.js";
-import { launch, startNotesExample, storedIds } from "./harness.js";
+import { it } from "node:test";
+import type { BrowserContext, Page, WebSocketRoute } from "playwright-core";
+import { localToken } from "../server.js";
+import { addNote, notesRig, storedIds } from "./harness.js";
 
 /**
  * Live sync in Chromium, on the notes example against make run's server
@@ -13,36 +13,15 @@ import { launch, startNotesExample, storedIds } from "./harness.js";
  * server and both views holding each note once.
  */
 
-let browser: Browser;
-let service: { url: string; stop: () => void };
-let example: { origin: string; stop: () => void };
-let origin: string;
 const token = localToken(`live-${crypto.randomUUID()}`);
-
-before(async () => {
-  // Rate limits off: the test writes faster than a person would.
-  service = await startService({ CHANGES_PER_SECOND: "0", READS_PER_SECOND: "0" });
-  example = await startNotesExample(service.url, token);
-  origin = example.origin;
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  example?.stop();
-  service?.stop();
-});
+// Rate limits off: the test writes faster than a person would.
+const rig = notesRig({ CHANGES_PER_SECOND: "0", READS_PER_SECOND: "0" }, token);
 
 const texts = (page: Page) => page.locator("#notes li > span:first-child").allTextContents();
 
-async function add(page: Page, text: string): Promise<void> {
-  await page.fill("#text", text);
-  await page.click("button[type=submit]");
-}
-
 /** A profile whose live channel the test can cut: each connection goes through a route it can close. */
 async function profile(): Promise<{ context: BrowserContext; page: Page; cut: (on: boolean) => Promise<void> }> {
-  const context = await browser.newContext();
+  const context = await rig.browser.newContext();
   let cut = false;
   const open = new Set<WebSocketRoute>();
   await context.routeWebSocket(/\/event\/realtime$/, (ws) => {
@@ -55,7 +34,7 @@ async function profile(): Promise<{ context: BrowserContext; page: Page; cut: (o
     ws.onClose(() => open.delete(ws));
   });
   const page = await context.newPage();
-  await page.goto(origin);
+  await page.goto(rig.example.origin);
   return {
     context,
     page,
@@ -82,7 +61,7 @@ it("two profiles: a note written in one shows in the other within a second, by a
   for (let i = 0; i < 5; i++) {
     const text = `live note ${i}`;
     const t0 = Date.now();
-    await add(writer.page, text);
+    await addNote(writer.page, text);
     written.push(text);
     await reader.page.waitForSelector(`#notes li:has-text("${text}")`, { timeout: 1000 });
     latencies.push(Date.now() - t0);
@@ -93,7 +72,7 @@ it("two profiles: a note written in one shows in the other within a second, by a
   await reader.cut(true);
   await reader.page.waitForSelector("#live[data-state=polling]", { timeout: 20_000 });
   const cutText = "written while the channel is cut";
-  await add(writer.page, cutText);
+  await addNote(writer.page, cutText);
   written.push(cutText);
   await reader.page.waitForSelector(`#notes li:has-text("${cutText}")`, { timeout: 15_000 });
   assert.equal(await liveState(reader.page), "polling", "converged by polling, not live");
@@ -103,13 +82,13 @@ it("two profiles: a note written in one shows in the other within a second, by a
   await reader.cut(false);
   await reader.page.waitForSelector("#live[data-state=live]", { timeout: 45_000 });
   const backText = "written once the channel is back";
-  await add(writer.page, backText);
+  await addNote(writer.page, backText);
   written.push(backText);
   await reader.page.waitForSelector(`#notes li:has-text("${backText}")`, { timeout: 1000 });
 
   // Exactly the notes written, each once: on the server and in both views.
   await writer.page.waitForSelector("#waiting:has-text('0 waiting')");
-  const stored = await storedIds(service.url, token);
+  const stored = await storedIds(rig.service.url, token);
   assert.equal(stored.length, written.length, "each note stored once");
   assert.equal(new Set(stored).size, written.length);
   for (const p of [writer, reader]) {

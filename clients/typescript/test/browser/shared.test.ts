@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { after, before, it } from "node:test";
-import type { Browser, Page } from "playwright-core";
-import { localToken, startService } from "../server.js";
-import { launch, startNotesExample } from "./harness.js";
+import { it } from "node:test";
+import type { Page } from "playwright-core";
+import { localToken } from "../server.js";
+import { notesRig } from "./harness.js";
 
 /**
  * The notes example's shared list in Chromium, as `make run` and `make
@@ -13,26 +13,12 @@ import { launch, startNotesExample } from "./harness.js";
  * a member and forgets the list.
  */
 
-let browser: Browser;
-let service: { url: string; stop: () => void };
-let example: { origin: string; stop: () => void };
-
-before(async () => {
-  // Rate limits off: the pages poll faster than the default read rate allows.
-  service = await startService({ CHANGES_PER_SECOND: "0", READS_PER_SECOND: "0" });
-  example = await startNotesExample(service.url);
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  example?.stop();
-  service?.stop();
-});
+// Rate limits off: the pages poll faster than the default read rate allows.
+const rig = notesRig({ CHANGES_PER_SECOND: "0", READS_PER_SECOND: "0" });
 
 async function open(user: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
-  await page.goto(`${example.origin}/?user=${user}`);
+  const page = await (await rig.browser.newContext()).newPage();
+  await page.goto(`${rig.example.origin}/?user=${user}`);
   await page.waitForSelector(`#me:has-text("${user}")`);
   return page;
 }
@@ -56,7 +42,7 @@ async function shown(page: Page): Promise<[string, string][]> {
 
 /** The space's note.created events, as alice reads them with plain fetch: [id, text, author]. */
 async function stored(space: string, token: string): Promise<[string, string, string][]> {
-  const r = await fetch(`${service.url}/api/v1/spaces/${space}/events?limit=1000`, { headers: { authorization: `Bearer ${token}` } });
+  const r = await fetch(`${rig.service.url}/api/v1/spaces/${space}/events?limit=1000`, { headers: { authorization: `Bearer ${token}` } });
   assert.equal(r.status, 200);
   const page = (await r.json()) as { events: { id: string; type: string; author: string; payload: { text?: string } }[]; hasMore: boolean };
   assert.equal(page.hasMore, false);
@@ -114,7 +100,7 @@ it("a shared list between two users: each sees the other's notes with their auth
   }
 
   // Alice removes bob: his page's next pull is refused, and it forgets the list.
-  const removed = await fetch(`${service.url}/api/v1/spaces/${space}/members/${encodeURIComponent(bob)}`, {
+  const removed = await fetch(`${rig.service.url}/api/v1/spaces/${space}/members/${encodeURIComponent(bob)}`, {
     method: "DELETE",
     headers: { authorization: `Bearer ${localToken(alice)}`, "idempotency-key": crypto.randomUUID() },
   });
