@@ -28,14 +28,7 @@ import (
 // second, over the Event API protocol; a device of another user may not
 // subscribe to that channel, and one without a token may not connect.
 func TestLiveChannelPokesEachOwnDevice(t *testing.T) {
-	// Each source, asked for: a backend without the stream it should have
-	// fails to start rather than pass on the other source.
-	source := "answers"
-	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
-		source = "stream"
-	}
-	t.Setenv(envLiveSource, source)
-	addr := startServer(t)
+	addr := startLiveServer(t)
 	user := "u" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
 	alice := devserver.UnsignedToken(map[string]any{"sub": user})
 	mallory := devserver.UnsignedToken(map[string]any{"sub": "mallory"})
@@ -166,16 +159,25 @@ func postEvents(t *testing.T, addr, token string, n int) {
 	}
 }
 
-// TestSpaceChannelPokesItsMembersOnly: a space's channel takes its members'
-// subscriptions only, and each commit to the space pokes them; a removed
-// member may not subscribe again.
-func TestSpaceChannelPokesItsMembersOnly(t *testing.T) {
+// startLiveServer starts make run's server with the live source the
+// backend is to have, asked for: the table's stream on DYNAMODB_ENDPOINT's
+// backend, the answers on the embedded one. A backend without the stream
+// it should have fails to start rather than pass on the other source.
+func startLiveServer(t *testing.T) string {
+	t.Helper()
 	source := "answers"
 	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
 		source = "stream"
 	}
 	t.Setenv(envLiveSource, source)
-	addr := startServer(t)
+	return startServer(t)
+}
+
+// TestSpaceChannelPokesItsMembersOnly: a space's channel takes its members'
+// subscriptions only, and each commit to the space pokes them; a removed
+// member may not subscribe again.
+func TestSpaceChannelPokesItsMembersOnly(t *testing.T) {
+	addr := startLiveServer(t)
 	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	alice, bob, mallory := "alice"+suffix, "bob"+suffix, "mallory"+suffix
 	tok := func(sub string) string { return devserver.UnsignedToken(map[string]any{"sub": sub}) }
