@@ -7,11 +7,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/errcode"
-	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -106,17 +104,15 @@ func reservedValues() []string {
 
 // whyNotDeleted reads the event a deletion could not make a tombstone of.
 func (l *Log) whyNotDeleted(ctx context.Context, stream, id string) error {
-	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), Key: key(stream, id), ConsistentRead: aws.Bool(true),
-	})
+	item, err := l.getItem(ctx, stream, id, "event")
 	switch {
 	case err != nil:
-		return dynamodbstore.Classify(fmt.Errorf("read event: %w", err))
-	case out.Item[attrReceivedKey] == nil:
+		return err
+	case item[attrReceivedKey] == nil:
 		return ErrEventNotFound
-	case out.Item[attrDeleted] != nil:
+	case item[attrDeleted] != nil:
 		return ErrAlreadyDeleted
-	case isReserved(out.Item[attrType]):
+	case isReserved(item[attrType]):
 		return ErrNotDeletable
 	default:
 		return ErrRoleForbids // a writer, another's event

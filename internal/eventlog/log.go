@@ -242,13 +242,23 @@ func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
 }
 
 func (l *Log) readHead(ctx context.Context, userID string) (head, error) {
+	item, err := l.getItem(ctx, userID, headID, "head")
+	if err != nil {
+		return head{}, err
+	}
+	return decodeHead(item)
+}
+
+// getItem reads stream's item sk with strong consistency (none: an empty
+// item); what names it in an error.
+func (l *Log) getItem(ctx context.Context, stream, sk, what string) (map[string]types.AttributeValue, error) {
 	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(l.table),
-		Key:            map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(headID)},
+		Key:            key(stream, sk),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return head{}, dynamodbstore.Classify(fmt.Errorf("read head: %w", err))
+		return nil, dynamodbstore.Classify(fmt.Errorf("read %s: %w", what, err))
 	}
-	return decodeHead(out.Item)
+	return out.Item, nil
 }

@@ -43,17 +43,13 @@ var ErrCursorExpired = errcode.New("CURSOR_EXPIRED",
 type floor struct{ seq, trimmed uint64 }
 
 func (l *Log) readFloor(ctx context.Context, stream string) (floor, error) {
-	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.table),
-		Key:            map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(floorID)},
-		ConsistentRead: aws.Bool(true),
-	})
+	item, err := l.getItem(ctx, stream, floorID, "the floor")
 	if err != nil {
-		return floor{}, dynamodbstore.Classify(fmt.Errorf("read the floor: %w", err))
+		return floor{}, err
 	}
 	var f floor
 	for name, into := range map[string]*uint64{attrHeadSeq: &f.seq, attrTrimmed: &f.trimmed} {
-		if v, ok := out.Item[name].(*types.AttributeValueMemberN); ok {
+		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 			if *into, err = strconv.ParseUint(v.Value, 10, 64); err != nil {
 				return floor{}, fmt.Errorf("%w: floor %s: %w", errBadItem, name, err)
 			}
@@ -72,14 +68,14 @@ func (l *Log) raiseFloor(ctx context.Context, stream, name string, n uint64) (ok
 	_, err := l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{
 			TableName:                 aws.String(l.table),
-			Key:                       map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(headID)},
+			Key:                       key(stream, headID),
 			ConditionExpression:       aws.String("attribute_exists(#s) AND #s > :n"),
 			ExpressionAttributeNames:  map[string]string{"#s": attrHeadSeq},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
 		}},
 		{Update: &types.Update{
 			TableName:                 aws.String(l.table),
-			Key:                       map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(floorID)},
+			Key:                       key(stream, floorID),
 			UpdateExpression:          aws.String("SET #n = :n"),
 			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
 			ExpressionAttributeNames:  map[string]string{"#n": name},
@@ -246,7 +242,7 @@ func (l *Log) deleteEvents(ctx context.Context, stream string, ids []string) err
 		reqs := make([]types.WriteRequest, n)
 		for i, id := range ids[:n] {
 			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{
-				Key: map[string]types.AttributeValue{attrUserID: str(stream), attrEventID: str(id)},
+				Key: key(stream, id),
 			}}
 		}
 		ids = ids[n:]

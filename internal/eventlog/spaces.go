@@ -355,13 +355,11 @@ func MemberRole(ctx context.Context, client *dynamodb.Client, table, stream, use
 }
 
 func (l *Log) spaceName(ctx context.Context, stream string) (string, error) {
-	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(l.table), Key: key(stream, metaID), ConsistentRead: aws.Bool(true),
-	})
+	item, err := l.getItem(ctx, stream, metaID, "space")
 	if err != nil {
-		return "", dynamodbstore.Classify(fmt.Errorf("read space: %w", err))
+		return "", err
 	}
-	name, _ := out.Item[attrName].(*types.AttributeValueMemberS)
+	name, _ := item[attrName].(*types.AttributeValueMemberS)
 	if name == nil {
 		return "", nil // no such space: the caller's role check fails the commit
 	}
