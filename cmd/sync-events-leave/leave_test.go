@@ -16,23 +16,10 @@ import (
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-type listed struct {
-	ID, Type, Author string
-	Deleted          bool
-	Payload          json.RawMessage
-}
-
-func pullSpace(t *testing.T, hs *apitest.Harness, space, user string) ([]listed, int) {
+func pullSpace(t *testing.T, hs *apitest.Harness, space, user string) ([]apitest.ListedEvent, int) {
 	t.Helper()
-	resp := hs.Call("GET", "/api/v1/spaces/"+space+"/events?limit=1000", user, "", "")
-	if resp.StatusCode != 200 {
-		return nil, resp.StatusCode
-	}
-	var page struct{ Events []listed }
-	if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
-		t.Fatal(err)
-	}
-	return page.Events, 200
+	evs, _, last := hs.Walk("/api/v1/spaces/"+space+"/events", user, "", 1000)
+	return evs, last.StatusCode
 }
 
 // TestLeaveAllDeletesTheUsersEventsAndLeavesEverySpace: the user to erase

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -11,21 +10,14 @@ import (
 	"github.com/sync-events/sync-events/internal/apitest"
 )
 
-type pulledEvent struct {
-	ID      string          `json:"id"`
-	Type    string          `json:"type"`
-	Deleted bool            `json:"deleted"`
-	Payload json.RawMessage `json:"payload"`
-}
-
 // drainFrom pulls path (a stream's GET) from cursor, a page of limit at a
 // time, until no more pages follow; it fails on any answer but 200 and on
 // a page that moves nowhere (a stall).
-func drainFrom(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit int) (evs []pulledEvent, cursors []string) {
+func drainFrom(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit int) (evs []apitest.ListedEvent, cursors []string) {
 	t.Helper()
-	evs, cursors, status, code := pullAll(t, hs, path, user, cursor, limit)
-	if status != 200 {
-		t.Fatalf("GET %s from %q: %d %s", path, cursor, status, code)
+	evs, cursors, last := hs.Walk(path, user, cursor, limit)
+	if last.StatusCode != 200 {
+		t.Fatalf("GET %s from %q: %d %s", path, cursor, last.StatusCode, last.Body)
 	}
 	return evs, cursors
 }

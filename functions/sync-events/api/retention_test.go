@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -17,43 +16,18 @@ import (
 )
 
 // pullAll pages path (a stream's GET) from cursor, limit a time, to the
-// end, and returns the events and the cursors handed out, or the refusal
-// that stopped it; it fails on a page that moves nowhere (a stall).
-func pullAll(t *testing.T, hs *apitest.Harness, path, user, cursor string, limit int) (evs []pulledEvent, cursors []string, status int, code string) {
-	t.Helper()
-	for range 1000 {
-		q := fmt.Sprintf("%s?limit=%d", path, limit)
-		if cursor != "" {
-			q += "&cursor=" + cursor
-		}
-		resp := hs.Call("GET", q, user, "", "")
-		if resp.StatusCode != 200 {
-			var e struct{ Error string }
-			_ = json.Unmarshal([]byte(resp.Body), &e)
-			return evs, cursors, resp.StatusCode, e.Error
-		}
-		var page struct {
-			Events  []pulledEvent
-			Cursor  string
-			HasMore bool
-		}
-		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
-			t.Fatal(err)
-		}
-		if page.HasMore && page.Cursor == cursor {
-			t.Fatalf("a stall at cursor %q", cursor)
-		}
-		evs, cursor = append(evs, page.Events...), page.Cursor
-		cursors = append(cursors, cursor)
-		if !page.HasMore {
-			return evs, cursors, 200, ""
-		}
+// end: the events, or the status and code of the refusal that stopped it.
+func pullAll(hs *apitest.Harness, path, user, cursor string, limit int) (evs []apitest.ListedEvent, status int, code string) {
+	hs.T.Helper()
+	evs, _, last := hs.Walk(path, user, cursor, limit)
+	var e struct{ Error string }
+	if last.StatusCode != 200 {
+		_ = json.Unmarshal([]byte(last.Body), &e)
 	}
-	t.Fatal("no end")
-	return nil, nil, 0, ""
+	return evs, last.StatusCode, e.Error
 }
 
-func pulledIDs(evs []pulledEvent) []string {
+func pulledIDs(evs []apitest.ListedEvent) []string {
 	out := make([]string, len(evs))
 	for i, ev := range evs {
 		out[i] = ev.ID
@@ -119,7 +93,7 @@ func TestPullersAcrossARetentionFloor(t *testing.T) {
 			stayed := pulledIDs(all[floor:])
 			for at, cursor := range cursors {
 				for _, limit := range []int{1, 3, 50} {
-					evs, _, status, code := pullAll(t, hs, st.path, st.reader, cursor, limit)
+					evs, status, code := pullAll(hs, st.path, st.reader, cursor, limit)
 					switch {
 					case cursor == "":
 						if status != 200 || !slices.Equal(pulledIDs(evs), stayed) {

@@ -54,33 +54,14 @@ func (s space) post(t *testing.T, by string) (events.APIGatewayV2HTTPResponse, s
 // authors, or the refusal.
 func (s space) pull(t *testing.T, user string) (ids, types, authors []string, refused events.APIGatewayV2HTTPResponse) {
 	t.Helper()
-	cursor := ""
-	for {
-		p := s.path(api.SpaceEventsPath) + "?limit=1000"
-		if cursor != "" {
-			p += "&cursor=" + cursor
-		}
-		resp := s.hs.Call("GET", p, user, "", "")
-		if resp.StatusCode != 200 {
-			return nil, nil, nil, resp
-		}
-		var page struct {
-			Events []struct {
-				ID, Type, Author string
-			}
-			Cursor  string
-			HasMore bool
-		}
-		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
-			t.Fatal(err)
-		}
-		for _, ev := range page.Events {
-			ids, types, authors = append(ids, ev.ID), append(types, ev.Type), append(authors, ev.Author)
-		}
-		if cursor = page.Cursor; !page.HasMore {
-			return ids, types, authors, resp
-		}
+	evs, _, last := s.hs.Walk(s.path(api.SpaceEventsPath), user, "", 1000)
+	if last.StatusCode != 200 {
+		return nil, nil, nil, last
 	}
+	for _, ev := range evs {
+		ids, types, authors = append(ids, ev.ID), append(types, ev.Type), append(authors, ev.Author)
+	}
+	return ids, types, authors, last
 }
 
 // TestSpacesRolesFromEachSide walks one space's life from every member's

@@ -3,7 +3,6 @@ package simulation_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventlog"
 )
 
 // spaceCall sends a request to path of a space, as user, retrying a 503
@@ -24,20 +24,7 @@ func spaceCall(t testing.TB, hs *apitest.Harness, method, path, user, body strin
 	t.Helper()
 	key := uuid.NewString()
 	for attempt := 0; ; attempt++ {
-		req := apitest.Request(method, user, key, body)
-		req.RawPath, req.RequestContext.HTTP.Path = path, path
-		if body == "" {
-			delete(req.Headers, "content-type")
-		}
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			req.RawPath, req.RequestContext.HTTP.Path, req.RawQueryString = path[:i], path[:i], path[i+1:]
-			q, _ := url.ParseQuery(path[i+1:])
-			req.QueryStringParameters = map[string]string{}
-			for k := range q {
-				req.QueryStringParameters[k] = q.Get(k)
-			}
-		}
-		resp := hs.Do(req)
+		resp := hs.Call(method, path, user, key, body)
 		if resp.StatusCode != 503 || attempt > 20 {
 			return resp
 		}
@@ -45,37 +32,24 @@ func spaceCall(t testing.TB, hs *apitest.Harness, method, path, user, body strin
 }
 
 // listed is one event of a space's pull.
-type listed struct {
-	ID, Type, Author string
-	Payload          struct{ Member, Role string }
+// pullSpace drains the space as user, failing the test on a refusal.
+func pullSpace(t *testing.T, hs *apitest.Harness, spaceID, user string) []apitest.ListedEvent {
+	t.Helper()
+	evs, _, last := hs.Walk("/api/v1/spaces/"+spaceID+"/events", user, "", 1000)
+	if last.StatusCode != 200 {
+		t.Fatalf("%s's pull: %d %s", user, last.StatusCode, last.Body)
+	}
+	return evs
 }
 
-func pullSpace(t *testing.T, hs *apitest.Harness, spaceID, user string) []listed {
+// membership is the payload of a membership change.
+func membership(t *testing.T, ev apitest.ListedEvent) eventlog.MembershipPayload {
 	t.Helper()
-	var out []listed
-	cursor := ""
-	for {
-		p := "/api/v1/spaces/" + spaceID + "/events?limit=1000"
-		if cursor != "" {
-			p += "&cursor=" + cursor
-		}
-		resp := spaceCall(t, hs, "GET", p, user, "")
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s's pull: %d %s", user, resp.StatusCode, resp.Body)
-		}
-		var page struct {
-			Events  []listed
-			Cursor  string
-			HasMore bool
-		}
-		if err := json.Unmarshal([]byte(resp.Body), &page); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, page.Events...)
-		if cursor = page.Cursor; !page.HasMore {
-			return out
-		}
+	var p eventlog.MembershipPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		t.Fatal(err)
 	}
+	return p
 }
 
 // TestNoWriteOfARemovedMemberCommitsAfterTheRemoval is the membership
@@ -140,7 +114,7 @@ func TestNoWriteOfARemovedMemberCommitsAfterTheRemoval(t *testing.T) {
 	hs.B.Transport.Reset()
 
 	// One order for every remaining member.
-	views := map[string][]listed{}
+	views := map[string][]apitest.ListedEvent{}
 	for _, m := range append([]string{owner}, writers[1:]...) {
 		views[m] = pullSpace(t, hs, spaceID, m)
 	}
@@ -156,10 +130,10 @@ func TestNoWriteOfARemovedMemberCommitsAfterTheRemoval(t *testing.T) {
 	for i, ev := range stream {
 		seen[ev.ID]++
 		switch {
-		case ev.Type == "space.member_removed" && ev.Payload.Member == removed:
+		case ev.Type == "space.member_removed" && membership(t, ev).Member == removed:
 			removal = i
-			if ev.Payload.Role != "writer" {
-				t.Errorf("the removal's payload gives the role %q, want the writer's", ev.Payload.Role)
+			if role := membership(t, ev).Role; role != "writer" {
+				t.Errorf("the removal's payload gives the role %q, want the writer's", role)
 			}
 		case ev.Author == removed && removal < 0:
 			before++
