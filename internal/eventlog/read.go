@@ -128,15 +128,10 @@ func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string
 	found := map[string]bool{}
 	req := map[string]types.KeysAndAttributes{l.table: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
 		ExpressionAttributeNames: map[string]string{"#id": attrEventID}}}
-	for attempt := 0; len(req[l.table].Keys) > 0; attempt++ {
-		if attempt > 0 {
-			if err := sleep(ctx, unprocessedBackoff(attempt)); err != nil {
-				return nil, dynamodbstore.Classify(fmt.Errorf("read stored events: %w", err))
-			}
-		}
+	err := untilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
 		out, err := l.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 		if err != nil {
-			return nil, dynamodbstore.Classify(fmt.Errorf("read stored events: %w", err))
+			return false, err
 		}
 		for _, item := range out.Responses[l.table] {
 			if id, ok := item[attrEventID].(*types.AttributeValueMemberS); ok {
@@ -144,8 +139,31 @@ func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string
 			}
 		}
 		req = out.UnprocessedKeys
+		return len(req[l.table].Keys) > 0, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !found[id] }), nil
+}
+
+// untilProcessed runs batch, when there is work, until it reports none
+// left unprocessed, after a jittered backoff before each run but the
+// first: what DynamoDB asks of a client given unprocessed items. what
+// names the work in an error.
+func untilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
+	for attempt := 0; work; attempt++ {
+		if attempt > 0 {
+			if err := sleep(ctx, unprocessedBackoff(attempt)); err != nil {
+				return dynamodbstore.Classify(fmt.Errorf("%s: %w", what, err))
+			}
+		}
+		var err error
+		if work, err = batch(); err != nil {
+			return dynamodbstore.Classify(fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	return nil
 }
 
 // unprocessedBackoff is "full jitter" up to 25 ms doubled per attempt,

@@ -247,17 +247,16 @@ func (l *Log) deleteEvents(ctx context.Context, stream string, ids []string) err
 		}
 		ids = ids[n:]
 		req := map[string][]types.WriteRequest{l.table: reqs}
-		for attempt := 0; len(req[l.table]) > 0; attempt++ {
-			if attempt > 0 {
-				if err := sleep(ctx, unprocessedBackoff(attempt)); err != nil {
-					return dynamodbstore.Classify(fmt.Errorf("delete trimmed events: %w", err))
-				}
-			}
+		err := untilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
 			out, err := l.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
 			if err != nil {
-				return dynamodbstore.Classify(fmt.Errorf("delete trimmed events: %w", err))
+				return false, err
 			}
 			req = out.UnprocessedItems
+			return len(req[l.table]) > 0, nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
