@@ -69,7 +69,7 @@ func (h *Handler) page(ctx context.Context, r *request, caller, stream string, a
 		return h.fail(err, method)
 	}
 	if wait, ok := h.reads.Take(caller, time.Now()); !ok {
-		return h.fail(readsLimited(wait), method)
+		return h.fail(limited(errReadsLimited, wait), method)
 	}
 	if allowed != nil {
 		if err := allowed(ctx); err != nil {
@@ -121,8 +121,8 @@ func pageParams(q map[string]string) (limit int, after syncevent.Position, _ err
 // execution environment.
 var errReadsLimited = errcode.New(errcode.RateLimited, "Too many reads from this user: retry after the time in Retry-After")
 
-// readsLimited is errReadsLimited with the wait, wrapping nothing: it is a
-// refusal, logged as one.
-func readsLimited(wait time.Duration) error {
-	return &errcode.Error{Code: errReadsLimited.Code, Message: errReadsLimited.Message, RetryAfter: wait}
+// limited is the refusal e (a rate limit's) with the wait until a retry
+// may pass, wrapping nothing: it is a refusal, logged as one.
+func limited(e *errcode.Error, wait time.Duration) error {
+	return &errcode.Error{Code: e.Code, Message: e.Message, RetryAfter: wait}
 }

@@ -172,7 +172,7 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	caller, inSpace := spaceMutationCaller(r, params)
 	if inSpace {
 		if wait := h.refused.Wait(caller, time.Now()); wait > 0 {
-			return h.fail(refusalsLimited(wait), req.RequestContext.HTTP.Method)
+			return h.fail(limited(errRefusalsLimited, wait), req.RequestContext.HTTP.Method)
 		}
 		defer func() {
 			if c := out.code; c == eventlog.ErrNotMember.Code || c == eventlog.ErrRoleForbids.Code {

@@ -87,11 +87,6 @@ var refusalsBucket = ratelimit.Bucket{Rate: 1, Burst: 10}
 
 var errRefusalsLimited = errcode.New(errcode.RateLimited, "Too many refused requests to spaces from this user: retry after the time in Retry-After")
 
-// refusalsLimited is errRefusalsLimited with the wait.
-func refusalsLimited(wait time.Duration) error {
-	return &errcode.Error{Code: errRefusalsLimited.Code, Message: errRefusalsLimited.Message, RetryAfter: wait}
-}
-
 // spaceCaller refuses a caller whose sub cannot name a member: a member's
 // sort key ("member#" and the sub) holds at most 1,024 bytes.
 func spaceCaller(sub string) error {
@@ -237,7 +232,7 @@ func (h *Handler) listSpaces(ctx context.Context, r *request) (events.APIGateway
 		return h.fail(err, method)
 	}
 	if wait, ok := h.reads.Take(user, time.Now()); !ok {
-		return h.fail(readsLimited(wait), method)
+		return h.fail(limited(errReadsLimited, wait), method)
 	}
 	spaces, err := h.events.Spaces(ctx, user)
 	if err != nil {
