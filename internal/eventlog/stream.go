@@ -40,6 +40,25 @@ func HeadChange(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
 	return user, syncevent.At(seq).Cursor(), true
 }
 
+// HeadsMoved reads a batch of stream records: for each stream whose head
+// moved, the cursor of its last committed event, the highest the batch
+// holds (sequence cursors of one length order as strings), and how many
+// of the records were head changes.
+func HeadsMoved(records []events.DynamoDBEventRecord) (latest map[string]string, heads int) {
+	latest = map[string]string{}
+	for _, r := range records {
+		stream, cursor, ok := HeadChange(r)
+		if !ok {
+			continue
+		}
+		heads++
+		if cursor > latest[stream] {
+			latest[stream] = cursor
+		}
+	}
+	return latest, heads
+}
+
 func stringAttr(img map[string]events.DynamoDBAttributeValue, name string) (string, bool) {
 	v, ok := img[name]
 	if !ok || v.DataType() != events.DataTypeString {

@@ -117,18 +117,8 @@ type Report struct {
 // which would stop the shard.
 func Handle(ctx context.Context, pub Publisher, ev events.DynamoDBEvent) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	latest := map[string]string{}
-	for _, r := range ev.Records {
-		user, cursor, ok := eventlog.HeadChange(r)
-		if !ok {
-			continue
-		}
-		rep.Heads++
-		// Sequence cursors of one length order as strings.
-		if cursor > latest[user] {
-			latest[user] = cursor
-		}
-	}
+	latest, heads := eventlog.HeadsMoved(ev.Records)
+	rep.Heads = heads
 	pokes := make([]Poke, 0, len(latest))
 	for stream, cursor := range latest {
 		ch, ok := Channel(stream)

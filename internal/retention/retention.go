@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -58,12 +59,8 @@ const reserve = 20 * time.Second
 // near are deferred, not failed: each is trimmed on at its next commit.
 func Handle(ctx context.Context, t Trimmer, p Policy, ev events.DynamoDBEvent, now time.Time) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	var streams []string
-	for _, r := range ev.Records {
-		if stream, _, ok := eventlog.HeadChange(r); ok && !slices.Contains(streams, stream) {
-			streams = append(streams, stream)
-		}
-	}
+	moved, _ := eventlog.HeadsMoved(ev.Records)
+	streams := slices.Sorted(maps.Keys(moved))
 	rep.Streams = len(streams)
 	cutoff := now.Add(-p.Keep)
 	deadline, hasDeadline := ctx.Deadline()
