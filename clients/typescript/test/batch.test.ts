@@ -1,21 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { SyncQueue } from "../src/queue.js";
-import type { NewEvent, QueueEntry } from "../src/types.js";
+import type { NewEvent } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry, memory, TOKEN } from "./helpers.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, queueOf, TOKEN } from "./helpers.js";
 
 const BASE = "https://api.example.com";
-
-async function queueOf(n: number, payload: (i: number) => Record<string, unknown> = (i) => ({ i })) {
-  const storage = memory();
-  const writer = new EventWriter(storage);
-  const entries: QueueEntry[] = [];
-  for (let i = 0; i < n; i++) {
-    entries.push(await writer.write("note.created", payload(i)));
-  }
-  return { storage, entries };
-}
 
 /** A server of the batch endpoint that stores what it is sent and answers as the API does. */
 function batchServer(refuse: (events: NewEvent[], n: number) => Response | undefined = () => undefined) {

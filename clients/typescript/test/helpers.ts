@@ -3,7 +3,8 @@ import { deletedId } from "../src/pull.js";
 import { SyncQueue, type SyncQueueOptions } from "../src/queue.js";
 import type { RetryOptions } from "../src/retry.js";
 import { MemoryStorage, type QueueStorage } from "../src/storage.js";
-import type { ListedEvent } from "../src/types.js";
+import type { ListedEvent, QueueEntry } from "../src/types.js";
+import { EventWriter } from "../src/writer.js";
 import { localToken } from "./server.js";
 
 /** The user of the fake API's tests, and a token of theirs. */
@@ -148,4 +149,18 @@ export function applyEvents(held: Map<string, unknown>, events: ListedEvent[]) {
       held.set(e.id, e.payload);
     }
   }
+}
+
+/** A MemoryStorage of USER's holding n events (payload(i), `{ i }` by default) queued by an EventWriter, and those entries. */
+export async function queueOf(
+  n: number,
+  payload: (i: number) => Record<string, unknown> = (i) => ({ i }),
+): Promise<{ storage: MemoryStorage; entries: QueueEntry[] }> {
+  const storage = memory();
+  const writer = new EventWriter(storage);
+  const entries: QueueEntry[] = [];
+  for (let i = 0; i < n; i++) {
+    entries.push(await writer.write("note.created", payload(i)));
+  }
+  return { storage, entries };
 }

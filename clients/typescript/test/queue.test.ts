@@ -4,22 +4,12 @@ import { SyncQueue } from "../src/queue.js";
 import { retrier } from "../src/retry.js";
 import type { QueueEntry } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, error, fakeFetch, hangUntilAborted, instantRetry, memory, networkError, queueAt, TOKEN, USER } from "./helpers.js";
+import { answer, error, fakeFetch, hangUntilAborted, instantRetry, networkError, queueAt, queueOf, TOKEN, USER } from "./helpers.js";
 import { localToken } from "./server.js";
 
 const BASE = "https://api.example.com";
 /** Every entry alone, under its own key: the single endpoint's path. */
 const ALONE = { maxEvents: 1 };
-
-async function queueOf(n: number) {
-  const storage = memory();
-  const writer = new EventWriter(storage);
-  const entries: QueueEntry[] = [];
-  for (let i = 0; i < n; i++) {
-    entries.push(await writer.write("note.created", { i }));
-  }
-  return { storage, entries };
-}
 
 const created = (req: Request, replayed = false) =>
   req

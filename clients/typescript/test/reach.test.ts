@@ -5,17 +5,7 @@ import { createServer } from "node:net";
 import { describe, it } from "node:test";
 import { PullStopped, pullEvents } from "../src/pull.js";
 import { SyncQueue } from "../src/queue.js";
-import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry, memory, networkError, queueAt, TOKEN } from "./helpers.js";
-
-async function queueOf(n: number) {
-  const storage = memory();
-  const writer = new EventWriter(storage);
-  for (let i = 0; i < n; i++) {
-    await writer.write("note.created", { i });
-  }
-  return storage;
-}
+import { answer, fakeFetch, hangUntilAborted, instantRetry, networkError, queueAt, queueOf, TOKEN } from "./helpers.js";
 
 /** A loopback port that refuses connections: a server that is not running. */
 function deadPort(): Promise<number> {
@@ -29,7 +19,7 @@ function deadPort(): Promise<number> {
 
 describe("a drain that cannot reach the server says why", () => {
   it("stops as unreachable when a real server is not there, the device online, leaving the queue whole", { timeout: 10_000 }, async () => {
-    const storage = await queueOf(3);
+    const storage = (await queueOf(3)).storage;
     const before = await storage.list();
     const report = await new SyncQueue({
       storage,
@@ -48,7 +38,7 @@ describe("a drain that cannot reach the server says why", () => {
   });
 
   it("keeps retrying a flaky network: an answer in between resets the count", async () => {
-    const storage = await queueOf(1);
+    const storage = (await queueOf(1)).storage;
     // 3 network errors, a 503, 3 more, then the answer: never 4 in a row.
     const api = fakeFetch((req, n) =>
       n === 4 ? answer(503, null) : n < 8 ? networkError("Failed to fetch") : req.json().then((e) => answer(201, e)),
@@ -58,14 +48,14 @@ describe("a drain that cannot reach the server says why", () => {
   });
 
   it("does not count timeouts: a slow server is there", async () => {
-    const storage = await queueOf(1);
+    const storage = (await queueOf(1)).storage;
     const api = fakeFetch((req, n, signal) => (n <= 5 ? hangUntilAborted(signal) : req.json().then((e) => answer(201, e))));
     const report = await queueAt(storage, api.fetch, { retry: instantRetry({ timeoutMs: 20 }).retry }).drain();
     assert.deepEqual(report, { sent: 1, replayed: 0, conflicts: 0, rejected: 0, retries: 5 });
   });
 
   it("stops as offline, sending nothing, while the device says it is offline; then drains", async () => {
-    const storage = await queueOf(2);
+    const storage = (await queueOf(2)).storage;
     const api = fakeFetch((req) => req.json().then((e) => answer(201, e)));
     let online = false;
     const q = queueAt(storage, api.fetch, { online: () => online });
@@ -84,7 +74,7 @@ describe("a drain that cannot reach the server says why", () => {
   });
 
   it("stops as offline when the device goes offline during a failing request", async () => {
-    const storage = await queueOf(1);
+    const storage = (await queueOf(1)).storage;
     let online = true;
     const api = fakeFetch(() => {
       online = false;
@@ -107,7 +97,7 @@ describe("a drain that cannot reach the server says why", () => {
       res.writeHead(307, { location: `${other.url}${req.url}` }).end();
     });
     try {
-      const storage = await queueOf(2);
+      const storage = (await queueOf(2)).storage;
       const report = await queueAt(storage, globalThis.fetch, { baseUrl: api.url }).drain();
       assert.equal(report.stopped, "unreachable");
       assert.equal(report.retries, 0, "a redirect is not retried");

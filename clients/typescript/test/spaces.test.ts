@@ -3,23 +3,12 @@ import { describe, it } from "node:test";
 import { PullError, pullEvents } from "../src/pull.js";
 import { MAX_SPACE_BATCH_EVENTS } from "../src/queue.js";
 import { addMember, createSpace, deleteEvent, leaveSpace, listSpaces, removeMember, SpaceError, SpaceStopped } from "../src/spaces.js";
-import type { NewEvent, QueueEntry } from "../src/types.js";
-import { EventWriter } from "../src/writer.js";
-import { answer, error, fakeFetch, instantRetry, memory, networkError, queueAt, TOKEN, USER, UUID_V4 } from "./helpers.js";
+import type { NewEvent } from "../src/types.js";
+import { answer, error, fakeFetch, instantRetry, networkError, queueAt, queueOf, TOKEN, USER, UUID_V4 } from "./helpers.js";
 import { localToken } from "./server.js";
 
 const BASE = "https://api.example.com";
 const SPACE = "5d0c7f2a-8e41-4b6d-9f3a-1c2b7e6d4a90";
-
-async function queueOf(n: number) {
-  const storage = memory();
-  const writer = new EventWriter(storage);
-  const entries: QueueEntry[] = [];
-  for (let i = 0; i < n; i++) {
-    entries.push(await writer.write("note.created", { i }));
-  }
-  return { storage, entries };
-}
 
 /** A space's events endpoints: stored events, in order; refuse answers instead while it returns a Response. */
 function spaceServer(refuse: () => Response | undefined = () => undefined) {
