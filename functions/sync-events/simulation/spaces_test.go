@@ -184,26 +184,9 @@ func BenchmarkOneSpaceMembersAtOnce(b *testing.B) {
 			}
 			hs.B.Transport.Reset() // count the writes' calls only
 			hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
-			var stored atomic.Int64
-			start := time.Now()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for m, env := range envs {
-				wg.Go(func() {
-					for stored.Load() < int64(b.N) {
-						resp := spaceCall(b, env, "POST", "/api/v1/spaces/"+spaceID+"/events", fmt.Sprintf("m%d", m), apitest.EventBody(b, uuid.NewString()))
-						if resp.StatusCode != 201 {
-							b.Errorf("member %d: %d %s", m, resp.StatusCode, resp.Body)
-							return
-						}
-						stored.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			b.ReportMetric(float64(stored.Load())/time.Since(start).Seconds(), "events/s")
-			b.ReportMetric(float64(hs.B.Transport.Total())/float64(stored.Load()), "calls/event")
+			writersAtOnce(b, hs, envs, func(m int, env *apitest.Harness) events.APIGatewayV2HTTPResponse {
+				return spaceCall(b, env, "POST", "/api/v1/spaces/"+spaceID+"/events", fmt.Sprintf("m%d", m), apitest.EventBody(b, uuid.NewString()))
+			})
 		})
 	}
 }
