@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -58,8 +57,8 @@ func policyFrom(getenv func(string) string) (retention.Policy, error) {
 	if getenv(config.EnvEventsTable) == "" {
 		return retention.Policy{}, fmt.Errorf("%s is not set", config.EnvEventsTable)
 	}
-	days, err := strconv.Atoi(getenv(EnvDays))
-	if err != nil || days < 1 || days > 36500 {
+	days, ok := config.WholeNumber(getenv(EnvDays), 1, 36500)
+	if !ok {
 		return retention.Policy{}, fmt.Errorf("%s must be a whole number of days from 1 to 36500", EnvDays)
 	}
 	return retention.Policy{Keep: time.Duration(days) * 24 * time.Hour, Limit: maxRemovedPerStream}, nil

@@ -100,6 +100,14 @@ func Defaults() Config {
 // DynamoDB's rule for table names.
 var tableName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{3,255}$`)
 
+// WholeNumber reads v as a number from lo to hi written as a number is,
+// no sign and no leading zero: what the template's AllowedPatterns admit,
+// so that deploy and start-up agree.
+func WholeNumber(v string, lo, hi int) (int, bool) {
+	n, err := strconv.Atoi(v)
+	return n, err == nil && strconv.Itoa(n) == v && n >= lo && n <= hi
+}
+
 // Load reads the configuration through getenv (os.Getenv in production).
 // All problems are reported together.
 func Load(getenv func(string) string) (Config, error) {
@@ -157,9 +165,7 @@ func Load(getenv func(string) string) (Config, error) {
 		if v == "" {
 			continue
 		}
-		// Written as a number is, no sign and no leading zero: what the
-		// template's AllowedPatterns admit, so deploy and start-up agree.
-		if n, err := strconv.Atoi(v); err != nil || strconv.Itoa(n) != v || n < i.min || n > i.max {
+		if n, ok := WholeNumber(v, i.min, i.max); !ok {
 			fail(i.name, "%q must be a whole number of %s to %d", v, i.what, i.max)
 		} else {
 			*i.dst = n
