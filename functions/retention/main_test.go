@@ -1,13 +1,22 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/retention"
 )
 
 // The function starts only with a table and a whole number of days.
@@ -81,5 +90,28 @@ func TestTemplateRetentionDaysIsWhatTheFunctionTakes(t *testing.T) {
 		if admitted, takes := pattern.MatchString(value), err == nil || value == "0"; admitted != takes {
 			t.Errorf("%q: the template admits it: %v; the function takes it (or 0, no function): %v (%v)", value, admitted, takes, err)
 		}
+	}
+}
+
+// The function's log line holds counts and the cause of a failure, never
+// a stream's id, when trimming works and when DynamoDB fails it.
+func TestHandlerLogsNoStreamIDs(t *testing.T) {
+	b := ddbtest.Start(t)
+	trimmer := eventlog.New(b.Client, b.Tables.Events, nil, ratelimit.Bucket{})
+	var out strings.Builder
+	fn := handler(trimmer, retention.Policy{Keep: time.Hour, Limit: 10}, slog.New(slog.NewJSONHandler(&out, nil)))
+	img := map[string]events.DynamoDBAttributeValue{
+		"user_id": events.NewStringAttribute("secret-user"), "event_id": events.NewStringAttribute("head"), "seq": events.NewNumberAttribute("3"),
+	}
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{{EventName: "MODIFY", Change: events.DynamoDBStreamRecord{NewImage: img}}}}
+	if err := fn(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	b.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Refused, Times: 100})
+	if err := fn(context.Background(), batch); err == nil {
+		t.Fatal("a batch whose trims fail succeeded")
+	}
+	if strings.Contains(out.String(), "secret-user") || !strings.Contains(out.String(), `"streams":1`) || !strings.Contains(out.String(), "retried") {
+		t.Errorf("log: %s", out.String())
 	}
 }
