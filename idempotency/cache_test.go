@@ -135,7 +135,7 @@ func (failingStore) Get(context.Context, string, string) (idempotency.Record, bo
 }
 
 func TestReplayCacheHoldsOnlyCommittedOrReadRecords(t *testing.T) {
-	for _, err := range []error{errors.New("connection reset"), &idempotency.WriteConditionError{Indexes: []int{0}}, idempotency.ErrTooLarge} {
+	for _, err := range []error{errors.New("connection reset"), idempotency.RefusedAt(0), idempotency.ErrTooLarge} {
 		t.Run(err.Error(), func(t *testing.T) {
 			c := idempotency.NewReplayCache(1 << 20)
 			flow := idempotency.NewFlow[types.TransactWriteItem](failingStore{err}, idempotency.Options{Retention: time.Hour, Cache: c})

@@ -56,12 +56,12 @@ var Outcomes = []Outcome{Executed, Replayed, KeyReused, WriteRejected, ConflictE
 
 // Result is how the flow answered. Response is set for Executed and
 // Replayed; for KeyReused and WriteRejected the caller words the answer,
-// and FailedWrites are the indexes in Execution.Writes whose condition
+// from Refusals for WriteRejected: the business writes whose condition
 // failed.
 type Result struct {
 	Response
-	Outcome      Outcome
-	FailedWrites []int
+	Outcome  Outcome
+	Refusals []Refusal
 	// FromCache is set when a Replayed or KeyReused answer came from the
 	// replay cache, with no DynamoDB call.
 	FromCache bool
@@ -180,7 +180,7 @@ func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (re
 	case errors.As(err, &exists):
 		return f.resolveKnown(ctx, rec, exists.Existing)
 	case errors.As(err, &writeFailed):
-		return Result{Outcome: WriteRejected, FailedWrites: writeFailed.Indexes}, false, nil
+		return Result{Outcome: WriteRejected, Refusals: writeFailed.Refusals}, false, nil
 	case errors.Is(err, ErrTransactionConflict):
 		return Result{}, true, nil
 	default:

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,7 +150,7 @@ func TestFailedBusinessConditionRecordsNothing(t *testing.T) {
 	}
 	key := uuid.NewString()
 	res, err := f.ledger.Do(ctx, request("alice", key, `{"a":2}`), f.executor("same", `{}`))
-	if err != nil || res.Outcome != idempotency.WriteRejected || !slices.Equal(res.FailedWrites, []int{0}) || res.Body != nil {
+	if err != nil || res.Outcome != idempotency.WriteRejected || len(res.Refusals) != 1 || res.Refusals[0].Index != 0 || res.Body != nil {
 		t.Fatalf("got %+v, %v", res, err)
 	}
 	if _, found, err := f.store.Get(ctx, "alice", key); err != nil || found {

@@ -38,7 +38,10 @@ type Store[W any] interface {
 	// infrastructure failure that a later identical request can get past
 	// (throttling, a timeout, a server or network error), an
 	// *errcode.Error with code errcode.ServiceUnavailable. Any other error
-	// is a bug or a misconfiguration.
+	// is a bug or a misconfiguration. Where the transaction was sent and
+	// no answer said whether it was applied (an answer lost, a timeout, a
+	// server error), the error also wraps ErrOutcomeUnknown, so that the
+	// client is not told that nothing was stored.
 	Commit(ctx context.Context, rec Record, writes []W, now time.Time) error
 	// Get reads a record with strong consistency; found is false if absent.
 	Get(ctx context.Context, userID, key string) (rec Record, found bool, err error)
@@ -53,16 +56,60 @@ type KeyExistsError struct {
 
 func (e *KeyExistsError) Error() string { return "idempotency record already exists" }
 
-// WriteConditionError reports that the conditions of the business writes
-// at Indexes (into the writes handed to Commit) failed, so the transaction
-// wrote nothing. A backend may report only the first that failed.
+// WriteConditionError reports that the conditions of business writes
+// failed, so the transaction wrote nothing: one Refusal each. A backend may
+// report only the first that failed.
 type WriteConditionError struct {
-	Indexes []int
+	Refusals []Refusal
+}
+
+// Refusal is one business write whose condition failed, and what the store
+// knows of the item the condition was held against: what tells a mutation
+// a missing item (404) from one in another state (409).
+type Refusal struct {
+	// Index is the write's, into the writes handed to Commit
+	// (Execution.Writes).
+	Index int
+	// Found reports that the item stood when the condition failed. It is
+	// set only where the store knows (package dynamodbstore: for a write
+	// that asks for the item with ReturnValuesOnConditionCheckFailure
+	// ALL_OLD); false otherwise.
+	Found bool
+	// Item is that item, in the store's own form (package dynamodbstore:
+	// a map[string]types.AttributeValue); nil where Found is false.
+	Item any
+}
+
+// RefusedAt is a WriteConditionError of the writes at indexes, with no
+// item known.
+func RefusedAt(indexes ...int) *WriteConditionError {
+	e := &WriteConditionError{Refusals: make([]Refusal, len(indexes))}
+	for i, ix := range indexes {
+		e.Refusals[i].Index = ix
+	}
+	return e
+}
+
+// Indexes are the refused writes' indexes.
+func (e *WriteConditionError) Indexes() []int {
+	out := make([]int, len(e.Refusals))
+	for i, r := range e.Refusals {
+		out[i] = r.Index
+	}
+	return out
 }
 
 func (e *WriteConditionError) Error() string {
-	return fmt.Sprintf("business write condition failed (writes %v)", e.Indexes)
+	return fmt.Sprintf("business write condition failed (writes %v)", e.Indexes())
 }
+
+// ErrOutcomeUnknown marks a failure after which the mutation's writes may
+// have been committed: the transaction was sent, and no answer said
+// whether it was applied (the answer was lost, the call timed out, the
+// server failed). The client is told so, and that a retry with the same
+// key is safe: the retry is answered from the record if the commit was
+// applied, and runs afresh if it was not.
+var ErrOutcomeUnknown = errors.New("the commit was sent and its outcome is unknown")
 
 // ErrTransactionConflict reports a transaction cancelled because another one
 // touched the same items at the same time; trying again resolves it.

@@ -68,6 +68,9 @@ func Example() {
 					Key:                 map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "n-1"}},
 					UpdateExpression:    aws.String("SET title = :t, version = :next"),
 					ConditionExpression: aws.String("version = :seen"),
+					// Ask for the note as it stood if the version is stale:
+					// the refusal then says whether it was found.
+					ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 					ExpressionAttributeValues: map[string]types.AttributeValue{
 						":t":    &types.AttributeValueMemberS{Value: title},
 						":seen": &types.AttributeValueMemberN{Value: fmt.Sprint(version)},
@@ -85,7 +88,7 @@ func Example() {
 		case err != nil: // a failure of DynamoDB's: retry with the same key
 			log.Fatal(err)
 		case res.Outcome == idempotency.WriteRejected: // nothing written or recorded
-			fmt.Println(res.Outcome, "writes", res.FailedWrites)
+			fmt.Println(res.Outcome, "write", res.Refusals[0].Index, "found", res.Refusals[0].Found)
 		default:
 			fmt.Println(res.Outcome, res.StatusCode, string(res.Body))
 		}
@@ -96,5 +99,5 @@ func Example() {
 	// Output:
 	// executed 200 {"id":"n-1","title":"Errands","version":2}
 	// replayed 200 {"id":"n-1","title":"Errands","version":2}
-	// write_rejected writes [0]
+	// write_rejected write 0 found true
 }

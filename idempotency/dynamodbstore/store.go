@@ -59,24 +59,73 @@ func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []typ
 	if err := checkTransaction(items); err != nil {
 		return err
 	}
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	var sent outcomeProbe
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items}, sent.option)
 	if err == nil {
 		return nil
 	}
-	return classifyCommit(err)
+	if err = classifyCommit(err); sent.unknown && !wasCancelled(err) {
+		return fmt.Errorf("%w: %w", idempotency.ErrOutcomeUnknown, err)
+	}
+	var failed *ConditionFailedError
+	if errors.As(err, &failed) {
+		return s.readRefused(ctx, writes, failed)
+	}
+	return err
+}
+
+// readRefused completes failed with a strongly consistent read of each
+// item that a refused write asked for (ALL_OLD) and the backend did not
+// return: DynamoDB returns none when no item stood, and some backends
+// (kumo) never do. A Put names its key only inside its item, whose key
+// attributes the store does not know, so a refused Put is not read.
+func (s *Store) readRefused(ctx context.Context, writes []types.TransactWriteItem, failed *ConditionFailedError) error {
+	for j, ix := range failed.Indexes {
+		table, key, asks := refusedKey(writes[ix])
+		if !asks || len(failed.Items[j]) > 0 {
+			continue
+		}
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			// The transaction was cancelled: nothing was stored.
+			return Classify(fmt.Errorf("read the item of refused write %d: %w", ix, err))
+		}
+		failed.Items[j] = out.Item
+	}
+	return failed
+}
+
+// refusedKey is the table and key of a write that asks for the item its
+// failed condition saw (ReturnValuesOnConditionCheckFailure ALL_OLD) and
+// names a key: an Update, a Delete or a ConditionCheck.
+func refusedKey(w types.TransactWriteItem) (*string, map[string]types.AttributeValue, bool) {
+	const allOld = types.ReturnValuesOnConditionCheckFailureAllOld
+	switch {
+	case w.Update != nil:
+		return w.Update.TableName, w.Update.Key, w.Update.ReturnValuesOnConditionCheckFailure == allOld
+	case w.Delete != nil:
+		return w.Delete.TableName, w.Delete.Key, w.Delete.ReturnValuesOnConditionCheckFailure == allOld
+	case w.ConditionCheck != nil:
+		return w.ConditionCheck.TableName, w.ConditionCheck.Key, w.ConditionCheck.ReturnValuesOnConditionCheckFailure == allOld
+	}
+	return nil, nil, false
 }
 
 // ConditionFailedError reports the business writes whose conditions
 // failed, so that the transaction wrote nothing. It matches
-// *idempotency.WriteConditionError with errors.As.
+// *idempotency.WriteConditionError with errors.As, each refusal's Item a
+// map[string]types.AttributeValue.
 type ConditionFailedError struct {
 	// Indexes are into the writes handed to Commit. DynamoDB reports every
 	// write whose condition failed; some other implementations only the
 	// first.
 	Indexes []int
 	// Items holds, for each of Indexes, the item as it stood, where the
-	// write asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD) and
-	// the backend returned it; nil otherwise.
+	// write asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD):
+	// as DynamoDB returned it, or, where the backend returned none, as a
+	// strongly consistent read found it (an Update, Delete or
+	// ConditionCheck; a Put's item is not read). Nil where no item stood
+	// or none was asked for.
 	Items []map[string]types.AttributeValue
 }
 
@@ -88,9 +137,22 @@ func (e *ConditionFailedError) Error() string {
 func (e *ConditionFailedError) As(target any) bool {
 	t, ok := target.(**idempotency.WriteConditionError)
 	if ok {
-		*t = &idempotency.WriteConditionError{Indexes: e.Indexes}
+		*t = &idempotency.WriteConditionError{Refusals: e.refusals()}
 	}
 	return ok
+}
+
+// refusals are e's refusals as package idempotency carries them: Item is
+// untyped nil where no item stood, so that a nil check reads as one.
+func (e *ConditionFailedError) refusals() []idempotency.Refusal {
+	out := make([]idempotency.Refusal, len(e.Indexes))
+	for i, ix := range e.Indexes {
+		out[i].Index = ix
+		if i < len(e.Items) && len(e.Items[i]) > 0 {
+			out[i].Found, out[i].Item = true, e.Items[i]
+		}
+	}
+	return out
 }
 
 // classifyCommit maps a failed TransactWriteItems to the errors package

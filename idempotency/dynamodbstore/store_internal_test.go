@@ -50,7 +50,7 @@ func TestClassifyCommit(t *testing.T) {
 	if !errors.As(err, &failed) || !slices.Equal(failed.Indexes, []int{1}) || failed.Items[0]["seq"] == nil {
 		t.Fatalf("business condition: %v", err)
 	}
-	if !errors.As(err, &generic) || !slices.Equal(generic.Indexes, []int{1}) {
+	if !errors.As(err, &generic) || !slices.Equal(generic.Indexes(), []int{1}) {
 		t.Fatalf("a ConditionFailedError is an idempotency.WriteConditionError: %v", err)
 	}
 	if err := classifyCommit(cancelled(reason("None"), reason("TransactionConflict"))); !errors.Is(err, idempotency.ErrTransactionConflict) {

@@ -67,7 +67,7 @@ func (m *Runner[W]) HTTP(mut Mutation[W], next http.Handler) http.Handler {
 		}
 		r, err := FromHTTP(hr, m.o.MaxBodyBytes)
 		if err != nil {
-			m.Answer(err, true).Write(w)
+			m.AnswerMutation(err).Write(w)
 			return
 		}
 		resp, _ := m.Run(hr.Context(), r, mut)
@@ -77,7 +77,7 @@ func (m *Runner[W]) HTTP(mut Mutation[W], next http.Handler) http.Handler {
 
 // notAllowed is the 405 for a method an adapter has no handler for.
 func (m *Runner[W]) notAllowed(r *Request) Response {
-	resp := m.Answer(errcode.New(errcode.MethodNotAllowed, "Method not allowed on this route; allowed: "+strings.Join(m.o.Methods, ", ")), false)
+	resp := m.AnswerRead(errcode.New(errcode.MethodNotAllowed, "Method not allowed on this route; allowed: "+strings.Join(m.o.Methods, ", ")))
 	resp.Header.Set("Allow", strings.Join(m.o.Methods, ", "))
 	return resp
 }

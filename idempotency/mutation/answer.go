@@ -1,6 +1,7 @@
 package mutation
 
 import (
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
 )
 
 // DefaultStatuses is the status each of package errcode's codes answers
@@ -40,11 +42,16 @@ func DefaultStatuses() map[errcode.Code]int {
 const RetryAfterSeconds = 1
 
 // Sentences for failures no one worded, by whether the request was a
-// mutation, which the client retries with its key, or a read.
-var (
+// mutation, which the client retries with its key, or a read; and for a
+// mutation, whether its commit may have been applied
+// (idempotency.ErrOutcomeUnknown): "nothing was stored" is said only where
+// nothing can have been.
+const (
 	unavailableMutation = "Service temporarily unavailable; nothing was stored, retry with the same Idempotency-Key"
+	unavailableUnknown  = "Service temporarily unavailable; the change may have been stored: retrying with the same Idempotency-Key is safe"
 	unavailableRead     = "Service temporarily unavailable; retry the request"
 	internalMutation    = "Internal error; nothing was stored, retry with the same Idempotency-Key"
+	internalUnknown     = "Internal error; the change may have been stored: retrying with the same Idempotency-Key is safe"
 	internalRead        = "Internal error; retry the request"
 )
 
@@ -89,7 +96,7 @@ func (a answers) answer(err error, mutation bool) (Response, *errcode.Error) {
 	}
 	body := answerBody{Code: e.Code, Message: e.Message, Details: e.Details}
 	if body.Message == "" {
-		body.Message = sentence(e.Code, mutation)
+		body.Message = sentence(e.Code, mutation, errors.Is(err, idempotency.ErrOutcomeUnknown))
 	}
 	b, mErr := json.Marshal(body)
 	if mErr != nil { // details are plain values; this cannot happen
@@ -103,12 +110,16 @@ func (a answers) answer(err error, mutation bool) (Response, *errcode.Error) {
 }
 
 // sentence words a code that came with no message.
-func sentence(code errcode.Code, mutation bool) string {
+func sentence(code errcode.Code, mutation, unknown bool) string {
 	switch {
+	case code == errcode.ServiceUnavailable && mutation && unknown:
+		return unavailableUnknown
 	case code == errcode.ServiceUnavailable && mutation:
 		return unavailableMutation
 	case code == errcode.ServiceUnavailable:
 		return unavailableRead
+	case code == errcode.Internal && mutation && unknown:
+		return internalUnknown
 	case code == errcode.Internal && mutation:
 		return internalMutation
 	case code == errcode.Internal:

@@ -378,7 +378,7 @@ func TestOptions(t *testing.T) {
 }
 
 // A failed business condition records nothing: the answer is the plan's
-// Rejected (409 CONFLICT without one), and the key is free for a retry.
+// Refused (409 CONFLICT without one), and the key is free for a retry.
 func TestRejectedWritesRecordNothing(t *testing.T) {
 	f := newFixture(t)
 	send := adapters[0].send
@@ -395,8 +395,11 @@ func TestRejectedWritesRecordNothing(t *testing.T) {
 	inner := f.mut
 	f.mut = func(ctx context.Context, r *mutation.Request) (mutation.Plan[types.TransactWriteItem], error) {
 		p, err := inner(ctx, r)
-		p.Rejected = func(_ context.Context, idx []int) error {
-			failed = idx
+		p.Refused = func(_ context.Context, refused []idempotency.Refusal) error {
+			failed = nil
+			for _, r := range refused {
+				failed = append(failed, r.Index)
+			}
 			return errcode.New(errcode.EventAlreadyExists, "taken")
 		}
 		return p, err

@@ -26,9 +26,6 @@ type Request struct {
 	// decode first (API Gateway's isBase64Encoded).
 	Body       []byte
 	BodyBase64 bool
-	// MaxBodyBytes, if above 0, bounds this request's body instead of
-	// Options.MaxBodyBytes: for a route that takes more (a batch).
-	MaxBodyBytes int
 	// Claims are the verified token's claims: from API Gateway's JWT
 	// authorizer, a REST API's Cognito authorizer, or for net/http what
 	// the authenticating middleware put in the context (ContextWithClaims).

@@ -1,11 +1,15 @@
 package mutation
 
 import (
+	"cmp"
 	"context"
+	stdjson "encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
@@ -18,15 +22,53 @@ import (
 // record.
 type Mutation[W any] func(ctx context.Context, r *Request) (Plan[W], error)
 
-// Plan is what a mutation does once the flow lets it run.
+// Plan is what a mutation does once the flow lets it run: the answer, and
+// the writes that commit with it and the key's record, all or nothing.
 type Plan[W any] struct {
-	// Execute decides the answer and the writes; see idempotency.Executor.
+	// Status and Body are the answer once Writes commit: Status 0 is 200,
+	// and Body is sent as JSON (a []byte as it is, which must be JSON;
+	// anything else as encoding/json marshals it; nil, no body).
+	Status int
+	Body   any
+	// Writes are the business writes, each with the condition that makes
+	// it right to apply (a version, an id not yet taken).
+	Writes []W
+	// Execute, if set, decides the answer and the writes when the flow
+	// runs them, in place of Status, Body and Writes: for an answer that
+	// holds the time of the commit. See idempotency.Executor.
 	Execute idempotency.Executor[W]
-	// Rejected says why, when the conditions of the writes at the indexes
-	// failed (nothing was written or recorded, so the key stays free): an
-	// *errcode.Error, worded from what it reads of the stored state if it
-	// needs to. Nil answers 409 CONFLICT.
-	Rejected func(ctx context.Context, failed []int) error
+	// Refused words the answer when conditions of Writes failed (nothing
+	// was written or recorded, so the key stays free): an *errcode.Error,
+	// from what each refusal says of its item (a missing item is a 404, an
+	// item in another state a 409). Nil answers 409 CONFLICT.
+	Refused func(ctx context.Context, refusals []idempotency.Refusal) error
+}
+
+// executor is the plan's Execute, or the one its Status, Body and Writes
+// make.
+func (p Plan[W]) executor() idempotency.Executor[W] {
+	if p.Execute != nil {
+		return p.Execute
+	}
+	return func(context.Context, time.Time) (idempotency.Execution[W], error) {
+		body, err := jsonBody(p.Body)
+		if err != nil {
+			return idempotency.Execution[W]{}, fmt.Errorf("encode the answer: %w", err)
+		}
+		return idempotency.Execution[W]{Response: idempotency.Response{StatusCode: cmp.Or(p.Status, http.StatusOK), Body: body}, Writes: p.Writes}, nil
+	}
+}
+
+func jsonBody(v any) ([]byte, error) {
+	switch b := v.(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		return b, nil
+	case stdjson.RawMessage:
+		return b, nil
+	}
+	return stdjson.Marshal(v)
 }
 
 // Options configure a Runner. The zero value is the seed API's envelope.
@@ -49,7 +91,8 @@ type Options struct {
 	// timestamp of its own sending, say). Its error is answered as is.
 	Payload func(r *Request) ([]byte, error)
 	// MaxBodyBytes bounds a body as sent (after base64 decoding); 0 is
-	// DefaultMaxBodyBytes.
+	// DefaultMaxBodyBytes. Routes that take more (a batch) get a Runner of
+	// their own over the same flow.
 	MaxBodyBytes int
 	// Statuses gives the status of the application's own error codes, and
 	// may change those of DefaultStatuses; a status of 0 takes out a code
@@ -140,7 +183,7 @@ func (m *Runner[W]) run(ctx context.Context, r *Request, mut Mutation[W]) (Respo
 	if err != nil {
 		return m.fail(err, r, Report{})
 	}
-	res, err := m.flow.Do(ctx, req, plan.Execute)
+	res, err := m.flow.Do(ctx, req, plan.executor())
 	rep := Report{Outcome: res.Outcome, FromCache: res.FromCache, ConflictRetries: res.ConflictRetries}
 	switch {
 	case err != nil:
@@ -148,7 +191,7 @@ func (m *Runner[W]) run(ctx context.Context, r *Request, mut Mutation[W]) (Respo
 	case res.Outcome == idempotency.KeyReused:
 		return m.fail(ErrKeyReused, r, rep)
 	case res.Outcome == idempotency.WriteRejected:
-		return m.fail(m.rejected(ctx, plan, res.FailedWrites), r, rep)
+		return m.fail(m.refused(ctx, plan, res.Refusals), r, rep)
 	}
 	resp := Response{StatusCode: res.StatusCode, Header: http.Header{"Content-Type": {"application/json"}}, Body: res.Body}
 	rep.KeyPrefix = keyPrefix(r.Key)
@@ -200,12 +243,8 @@ func (m *Runner[W]) body(r *Request) ([]byte, error) {
 	if err := checkContentType(r.Header); err != nil {
 		return nil, err
 	}
-	limit := m.o.MaxBodyBytes
-	if r.MaxBodyBytes > 0 {
-		limit = r.MaxBodyBytes
-	}
 	var err error
-	if r.Body, err = decodeBody(r.Body, r.BodyBase64, limit); err != nil {
+	if r.Body, err = decodeBody(r.Body, r.BodyBase64, m.o.MaxBodyBytes); err != nil {
 		return nil, err
 	}
 	r.BodyBase64 = false
@@ -244,12 +283,12 @@ func (m *Runner[W]) payload(r *Request) ([]byte, error) {
 	return canonicalJSON(p)
 }
 
-// rejected is the answer to failed business conditions.
-func (m *Runner[W]) rejected(ctx context.Context, plan Plan[W], failed []int) error {
-	if plan.Rejected == nil {
+// refused is the answer to failed business conditions.
+func (m *Runner[W]) refused(ctx context.Context, plan Plan[W], refusals []idempotency.Refusal) error {
+	if plan.Refused == nil {
 		return errConflict
 	}
-	return plan.Rejected(ctx, failed)
+	return plan.Refused(ctx, refusals)
 }
 
 // fail answers err and reports it: a 5xx as the service's failure;
@@ -273,14 +312,22 @@ func (m *Runner[W]) fail(err error, r *Request, rep Report) (Response, Report) {
 	return resp, rep
 }
 
-// Answer is err as the client gets it: by its code's status, with the
-// code's sentence where err has none; any error without a code is a 500.
-// A router answers its 404s and 405s, and a read handler its failures,
-// with it, so that every answer of the API has one shape. mutation says
-// whether the request was one (its failures tell the client to retry
-// with the same key).
-func (m *Runner[W]) Answer(err error, mutation bool) Response {
-	resp, _ := m.answers.answer(err, mutation)
+// AnswerRead is err as the client of a read (or of any request that is
+// not a mutation) gets it: by its code's status, with the code's sentence
+// where err has none ("retry the request"); any error without a code is a
+// 500. A router answers its 404s and 405s, and a read handler its
+// failures, with it, so that every answer of the API has one shape.
+func (m *Runner[W]) AnswerRead(err error) Response {
+	resp, _ := m.answers.answer(err, false)
+	return resp
+}
+
+// AnswerMutation is err as the client of a mutation gets it: as
+// AnswerRead, but a failure of the service tells the client what may have
+// been stored (nothing, or, where err wraps idempotency.ErrOutcomeUnknown,
+// perhaps the change) and to retry with the same Idempotency-Key.
+func (m *Runner[W]) AnswerMutation(err error) Response {
+	resp, _ := m.answers.answer(err, true)
 	return resp
 }
 

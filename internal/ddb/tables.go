@@ -8,26 +8,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventlog"
 )
 
 // TableNames names the service's two tables.
 type TableNames struct {
 	Ledger string
 	Events string
-}
-
-// EnsureTables creates the tables that do not exist yet, from the one
-// definition of each (dynamodbstore's ledger, eventlog's events), waits
-// for them to be active and turns on the ledger's TTL. It is for local and
-// test backends; in AWS the template creates the tables.
-func EnsureTables(ctx context.Context, client *dynamodb.Client, names TableNames) error {
-	if err := dynamodbstore.CreateTable(ctx, client, dynamodbstore.TableInput(names.Ledger), dynamodbstore.TTLInput(names.Ledger)); err != nil {
-		return err
-	}
-	return dynamodbstore.CreateTable(ctx, client, eventlog.TableInput(names.Events), nil)
 }
 
 // DeleteTables removes both tables; tests use it to clean up after

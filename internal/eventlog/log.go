@@ -129,7 +129,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		}
 		headItem, eventsFailed := splitHeadFailure(failed, extra, len(evs))
 		if eventsFailed != nil {
-			return &idempotency.WriteConditionError{Indexes: eventsFailed}
+			return idempotency.RefusedAt(eventsFailed...)
 		}
 		if g != nil && g.newStream {
 			return ErrSpaceExists

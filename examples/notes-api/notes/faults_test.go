@@ -8,6 +8,9 @@ import (
 	"github.com/sync-events/sync-events/examples/notes-api/notes"
 )
 
+// mayHaveBeenStored is the 503 after a commit whose outcome is unknown.
+const mayHaveBeenStored = `{"error":"SERVICE_UNAVAILABLE","message":"Service temporarily unavailable; the change may have been stored: retrying with the same Idempotency-Key is safe"}`
+
 // Lost answers: the TransactWriteItems reaches the server and commits,
 // and its answer never reaches the client. Whether the SDK retries it or
 // the client retries the request with its key, the note changes once, its
@@ -37,16 +40,21 @@ func TestLostAnswers(t *testing.T) {
 			want := `{"id":"` + id + `","title":"Errands","version":2}`
 
 			b.calls.reset()
-			b.calls.loseAnswer.Store(int32(tc.lost))
+			b.calls.LoseAnswers("TransactWriteItems", tc.lost)
 			a := send(t, env, e)
 			if a.status != tc.first {
 				t.Fatalf("first answer %d %s, want %d", a.status, a.body, tc.first)
+			}
+			// The commit was applied: the answer must not say that nothing
+			// was.
+			if a.status == 503 && a.body != mayHaveBeenStored {
+				t.Fatalf("first answer %s, want %s", a.body, mayHaveBeenStored)
 			}
 			if a.status == 200 && a.body != want {
 				t.Fatalf("first answer %s, want %s", a.body, want)
 			}
 			calls, _ := b.calls.snapshot()
-			b.calls.loseAnswer.Store(0) // the network is back
+			b.calls.reset() // the network is back
 			t.Logf("calls on %s with %d answers lost: %v (answer %d, replayed=%v)", b.name, tc.lost, calls, a.status, a.replayed)
 			if retry := send(t, env, e); retry.status != 200 || retry.body != want {
 				t.Fatalf("the client's retry: %d %s, want 200 %s", retry.status, retry.body, want)

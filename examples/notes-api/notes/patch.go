@@ -2,13 +2,14 @@ package notes
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 )
 
@@ -22,30 +23,26 @@ type patchBody struct {
 
 // patchNote is PATCH /notes/{id}: an UpdateItem conditioned on the
 // version the client sent. A stale version is NOTE_VERSION_CONFLICT, a
-// missing note NOTE_NOT_FOUND; either way nothing is written or recorded,
-// so the same key with a corrected body runs afresh.
-func (s *Service) patchNote(_ context.Context, r *mutation.Request) (mutation.Plan[write], error) {
+// missing note NOTE_NOT_FOUND, told apart by the refusal (the write asks
+// for the note as it stood, ALL_OLD); either way nothing is written or
+// recorded, so the same key with a corrected body runs afresh.
+func (s *Service) patchNote(_ context.Context, r *mutation.Request) (dynamodbstore.Plan, error) {
 	id, err := pathID(r.PathParams)
 	if err != nil {
-		return mutation.Plan[write]{}, err
+		return dynamodbstore.Plan{}, err
 	}
 	var in patchBody
 	if err := decode(r.Body, &in); err != nil {
-		return mutation.Plan[write]{}, err
+		return dynamodbstore.Plan{}, err
 	}
 	if err := checkPatch(in); err != nil {
-		return mutation.Plan[write]{}, err
+		return dynamodbstore.Plan{}, err
 	}
-	user := r.User
-	n := note{ID: id, Title: in.Title, Body: in.Body, Version: *in.Version + 1}
-	return mutation.Plan[write]{
-		Execute: answer(http.StatusOK, n, s.updateNote(user, id, in)),
-		Rejected: func(ctx context.Context, _ []int) error {
-			exists, err := s.noteExists(ctx, 0, user, id)
-			switch {
-			case err != nil:
-				return err
-			case exists:
+	return dynamodbstore.Plan{
+		Body:   note{ID: id, Title: in.Title, Body: in.Body, Version: *in.Version + 1},
+		Writes: []dynamodbstore.Write{s.updateNote(r.User, id, in)},
+		Refused: func(_ context.Context, refused []idempotency.Refusal) error {
+			if refused[0].Found {
 				return errStaleVersion
 			}
 			return errNotFound
@@ -67,10 +64,9 @@ func checkPatch(in patchBody) error {
 }
 
 // updateNote sets the fields the PATCH sends and moves the version on, if
-// the note is still at the version the client saw. ALL_OLD returns the
-// note as it stood when that fails, which tells a stale version from a
-// missing note with no second call.
-func (s *Service) updateNote(user, id string, in patchBody) write {
+// the note is still at the version the client saw. ALL_OLD asks for the
+// note as it stood when that fails: the refusal's Found.
+func (s *Service) updateNote(user, id string, in patchBody) dynamodbstore.Write {
 	set := []string{"#version = :next"}
 	names := map[string]string{"#id": IDAttr, "#version": VersionAttr}
 	values := map[string]types.AttributeValue{
@@ -85,7 +81,7 @@ func (s *Service) updateNote(user, id string, in patchBody) write {
 		set = append(set, "#body = :body")
 		names["#body"], values[":body"] = BodyAttr, str(*in.Body)
 	}
-	return write{Update: &types.Update{
+	return dynamodbstore.Write{Update: &types.Update{
 		TableName: aws.String(s.notes), Key: key(user, id),
 		UpdateExpression:                    aws.String("SET " + strings.Join(set, ", ")),
 		ConditionExpression:                 aws.String("attribute_exists(#id) AND #version = :seen"),

@@ -17,17 +17,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 )
-
-// write is a business write of this service: any TransactWriteItem, which
-// dynamodbstore commits with the key's record.
-type write = types.TransactWriteItem
 
 // Config is what a Service needs. Build one Service per execution
 // environment and share it: its replay cache answers retries from memory.
@@ -47,22 +42,19 @@ type Config struct {
 
 // Service answers the notes API's requests.
 type Service struct {
-	client *dynamodb.Client
 	notes  string
-	runner *mutation.Runner[write]
-	routes map[string]mutation.Mutation[write]
+	runner *dynamodbstore.Runner
+	routes map[string]dynamodbstore.Mutation
 	log    *slog.Logger
 }
 
 // New returns the Service of c.
 func New(c Config) *Service {
-	s := &Service{client: c.Client, notes: c.NotesTable, log: c.Log}
-	store := &rejectionStore{Store: dynamodbstore.New(c.Client, c.LedgerTable)}
-	flow := idempotency.NewFlow(idempotency.Store[write](store), idempotency.Options{
+	s := &Service{notes: c.NotesTable, log: c.Log}
+	s.runner = dynamodbstore.NewRunner(c.Client, c.LedgerTable, idempotency.Options{
 		Retention: c.Retention,
 		Cache:     idempotency.NewReplayCache(c.CacheBytes),
-	})
-	s.runner = mutation.New(flow, mutation.Options{
+	}, mutation.Options{
 		Statuses: statuses,
 		Report:   s.report,
 	})
@@ -75,16 +67,16 @@ func New(c Config) *Service {
 func (s *Service) Handle(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	mut, ok := s.routes[e.RouteKey]
 	if !ok {
-		return s.runner.Answer(errNoRoute, false).HTTPAPI(), nil
+		return s.runner.AnswerRead(errNoRoute).HTTPAPI(), nil
 	}
-	resp, _ := s.runner.Run(withRejection(ctx), mutation.FromHTTPAPI(&e), mut)
+	resp, _ := s.runner.Run(ctx, mutation.FromHTTPAPI(&e), mut)
 	return resp.HTTPAPI(), nil
 }
 
 // routeTable is the API's mutations by API Gateway route key ("METHOD
 // /path"); the template routes exactly these to the function.
-func (s *Service) routeTable() map[string]mutation.Mutation[write] {
-	return map[string]mutation.Mutation[write]{
+func (s *Service) routeTable() map[string]dynamodbstore.Mutation {
+	return map[string]dynamodbstore.Mutation{
 		"POST /notes":        s.createNote,
 		"PATCH /notes/{id}":  s.patchNote,
 		"DELETE /notes/{id}": s.deleteNote,

@@ -83,7 +83,9 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 				Writes:   evs,
 			}, nil
 		},
-		Rejected: func(ctx context.Context, failed []int) error { return h.alreadyStored(ctx, st, ids, failed) },
+		Refused: func(ctx context.Context, refused []idempotency.Refusal) error {
+			return h.alreadyStored(ctx, st, ids, refused)
+		},
 	}, len(evs), nil
 }
 
@@ -91,14 +93,14 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 // already: details name every one of them, read back (a backend may report
 // only the first failed condition), so that the client can drop them all
 // and send the rest under a new key.
-func (h *Handler) alreadyStored(ctx context.Context, stream string, ids []string, failed []int) error {
+func (h *Handler) alreadyStored(ctx context.Context, stream string, ids []string, refused []idempotency.Refusal) error {
 	stored, err := h.events.Stored(ctx, stream, ids)
 	if err != nil {
 		return err
 	}
 	if len(stored) == 0 { // erased meanwhile: name what the transaction said
-		for _, i := range failed {
-			stored = append(stored, ids[i])
+		for _, r := range refused {
+			stored = append(stored, ids[r.Index])
 		}
 	}
 	return &errcode.Error{Code: errcode.EventAlreadyExists,

@@ -61,6 +61,6 @@ func deleteEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event
 				Writes:   []syncevent.Event{notice},
 			}, nil
 		},
-		Rejected: func(context.Context, []int) error { return errEventExists },
+		Refused: func(context.Context, []idempotency.Refusal) error { return errEventExists },
 	}, 1, nil
 }

@@ -46,7 +46,7 @@ func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 				Writes:   []syncevent.Event{ev},
 			}, nil
 		},
-		Rejected: func(context.Context, []int) error { return errEventExists },
+		Refused: func(context.Context, []idempotency.Refusal) error { return errEventExists },
 	}, 1, nil
 }
 

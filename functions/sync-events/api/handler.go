@@ -19,6 +19,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/eventlog"
@@ -50,7 +51,9 @@ type EventReader interface {
 
 // Handler answers the function's API Gateway requests.
 type Handler struct {
-	mutations    *mutation.Runner[syncevent.Event]
+	mutations *mutation.Runner[syncevent.Event]
+	// batches is the envelope of the routes that take a larger body.
+	batches      *mutation.Runner[syncevent.Event]
 	events       EventReader
 	reads        *ratelimit.Limiter
 	refused      *ratelimit.Limiter
@@ -82,7 +85,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ctx, calls := ddb.CountCalls(ctx)
 	defer func() {
 		if p := recover(); p != nil {
-			resp, out = h.fail(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), req.RequestContext.HTTP.Method)
+			resp, out = h.fail(fmt.Errorf("panic: %v (%w)\n%s", p, idempotency.ErrOutcomeUnknown, debug.Stack()), req.RequestContext.HTTP.Method)
 		}
 		out.status = resp.StatusCode
 		h.report(ctx, &req, out, time.Since(start), calls())
@@ -168,7 +171,11 @@ func RequestPath(req *events.APIGatewayV2HTTPRequest) string {
 // its body limit the row's.
 func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPRequest, rt *route, params map[string]string) (_ events.APIGatewayV2HTTPResponse, out outcome) {
 	r := mutation.FromHTTPAPI(req)
-	r.Route, r.PathParams, r.MaxBodyBytes = rt.pattern, params, rt.maxBody
+	r.Route, r.PathParams = rt.pattern, params
+	runner := h.mutations
+	if rt.maxBody > 0 {
+		runner = h.batches
+	}
 	caller, inSpace := spaceMutationCaller(r, params)
 	if inSpace {
 		if wait := h.refused.Wait(caller, time.Now()); wait > 0 {
@@ -181,7 +188,7 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		}()
 	}
 	var carried int
-	resp, rep := h.mutations.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[syncevent.Event], error) {
+	resp, rep := runner.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[syncevent.Event], error) {
 		plan, n, err := rt.mutate(h, r)
 		carried = n
 		return plan, err
@@ -196,7 +203,10 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 // refusal when the request itself cannot be served (4xx), an error when
 // the service is at fault (5xx), which is logged with its cause.
 func (h *Handler) fail(err error, method string) (events.APIGatewayV2HTTPResponse, outcome) {
-	resp := h.mutations.Answer(err, h.mutations.NeedsKey(method))
+	resp := h.mutations.AnswerRead(err)
+	if h.mutations.NeedsKey(method) {
+		resp = h.mutations.AnswerMutation(err)
+	}
 	out := outcome{result: metrics.OutcomeRefused, code: errcode.CodeOf(err)}
 	if resp.StatusCode >= http.StatusInternalServerError {
 		out.result = metrics.OutcomeError

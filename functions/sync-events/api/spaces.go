@@ -220,7 +220,7 @@ func membershipPlan(r *mutation.Request, st, typ string, p eventlog.MembershipPa
 		},
 		// The event's id is new: its condition cannot fail but by a UUID
 		// clash, which retrying under a new key answers.
-		Rejected: func(context.Context, []int) error { return errEventExists },
+		Refused: func(context.Context, []idempotency.Refusal) error { return errEventExists },
 	}
 }
 

@@ -77,6 +77,8 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	opts := envelope
 	opts.MaxBodyBytes = cfg.MaxBodyBytes
 	runner := mutation.New(flow, opts)
+	opts.MaxBodyBytes = MaxBatchBodyBytes
+	batches := mutation.New(flow, opts)
 	reads := ratelimit.NewLimiter(ratelimit.Bucket{Rate: float64(cfg.ReadsPerSecond), Burst: float64(cfg.ReadsBurst)}, maxReadLimitUsers)
 	// Refusals are limited while changes are: CHANGES_PER_SECOND=0 turns
 	// both off (make contract and make load run so).
@@ -85,5 +87,5 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 		refusals = ratelimit.Bucket{}
 	}
 	refused := ratelimit.NewLimiter(refusals, maxReadLimitUsers)
-	return &Handler{mutations: runner, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+	return &Handler{mutations: runner, batches: batches, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }

@@ -1,25 +1,22 @@
-// Package ddbtest starts the DynamoDB backend integration tests run on and
-// creates their tables from the same definitions the service and the
-// template use. By default that is the embedded in-memory server (kumo);
-// with DYNAMODB_ENDPOINT set, it is that endpoint (DynamoDB Local, moto,
-// dynoxide). Either way the tables have unique names and are removed when
-// the test ends.
+// Package ddbtest gives the service's integration tests a DynamoDB with
+// the service's tables, made from the same definitions the service and the
+// template use. The backend is the public test kit's (package dynamotest):
+// the embedded in-memory server (kumo) by default, the endpoint
+// DYNAMODB_ENDPOINT names otherwise (moto, dynoxide), with its counting,
+// fault-injecting transport. The tables have unique names and are removed
+// when the test ends.
 package ddbtest
 
 import (
 	"context"
-	"net/http"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"
@@ -27,70 +24,38 @@ import (
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// EnvBackendName names the implementation behind DYNAMODB_ENDPOINT ("moto",
-// "dynoxide"), so that tests can hold it to its known deviations.
-const EnvBackendName = "DYNAMODB_BACKEND"
-
-// Backend is a DynamoDB endpoint with fresh tables.
+// Backend is a DynamoDB endpoint with fresh tables of the service: the
+// test kit's backend (package dynamotest), whose client and transport it
+// carries, and the tables.
 type Backend struct {
-	Client *dynamodb.Client
+	*dynamotest.Backend
 	Tables ddb.TableNames
-	// Transport carries every call of Client; it counts them and injects faults.
-	Transport *Transport
-	// Endpoint is where the backend listens, for a process outside the test
-	// binary (the function under the runtime emulator).
-	Endpoint string
-	// Name says which backend this is: embedded.Name, $DYNAMODB_BACKEND, or
-	// else the endpoint URL.
-	Name string
 }
 
-var (
-	shared     *embedded.Server
-	sharedOnce sync.Once
-	sharedErr  error
-)
-
-// Start returns a backend with fresh, empty tables, removed at the end of t.
+// Start returns a backend with fresh, empty tables of the service, removed
+// at the end of t: on the embedded server, or the endpoint
+// DYNAMODB_ENDPOINT names.
 func Start(t testing.TB) *Backend {
 	t.Helper()
-	endpoint, name := os.Getenv(config.EnvEndpoint), os.Getenv(EnvBackendName)
-	if name == "" {
-		name = endpoint
-	}
-	if endpoint == "" {
-		// One embedded server per test binary, unique tables per test: the
-		// same isolation an external endpoint gets.
-		sharedOnce.Do(func() { shared, sharedErr = embedded.Start() })
-		if sharedErr != nil {
-			t.Fatal(sharedErr)
-		}
-		endpoint, name = shared.URL, embedded.Name
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = 128 // the race tests run many requests at once
-	tr := NewTransport(base)
+	kit := dynamotest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr}, LocalCredentials: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	suffix := uuid.NewString()[:8]
 	tables := ddb.TableNames{Ledger: "test-ledger-" + suffix, Events: "test-events-" + suffix}
-	if err := ddb.EnsureTables(ctx, client, tables); err != nil {
-		t.Fatalf("create tables on %s: %v", name, err)
+	// Tables made on a client of their own: the test counts its calls
+	// and injects its faults on Client's.
+	admin := dynamotest.NewClient(kit.Endpoint, nil)
+	if err := embedded.EnsureTables(ctx, admin, tables); err != nil {
+		t.Fatalf("create tables on %s: %v", kit.Name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		tr.Reset()
-		if err := ddb.DeleteTables(ctx, client, tables); err != nil {
-			t.Errorf("clean up tables on %s: %v", name, err)
+		if err := ddb.DeleteTables(ctx, admin, tables); err != nil {
+			t.Errorf("clean up tables on %s: %v", kit.Name, err)
 		}
 	})
-	tr.Reset()
-	return &Backend{Client: client, Tables: tables, Transport: tr, Endpoint: endpoint, Name: name}
+	return &Backend{Backend: kit, Tables: tables}
 }
 
 // Ledger is the store of the backend's ledger table.

@@ -1,31 +1,12 @@
-// Package embedded runs an in-memory, DynamoDB-compatible server in the
-// process (kumo's DynamoDB emulator) on a loopback port, for tests and the
-// local dev server. It is never imported by the Lambda binary: a test of
-// the function's dependency list holds that.
+// Package embedded is the backend of the local tools (make run, make
+// invoke) and the service's tests: the test kit's in-memory
+// DynamoDB-compatible server (package dynamotest, kumo's emulator) unless
+// an endpoint is given, with the service's tables made from the one
+// definition of each. It is never imported by a Lambda binary: a test of
+// the functions' dependency lists holds that.
 package embedded
 
-import (
-	"github.com/sivchari/kumo"
-)
-
-// Server is a running embedded backend.
-type Server struct {
-	// URL is the endpoint to point a DynamoDB client at.
-	URL string
-	srv *kumo.Server
-}
+import "github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 
 // Name names the embedded implementation in logs and test output.
-const Name = "kumo"
-
-// Start listens on an ephemeral loopback port and serves until Close.
-func Start() (*Server, error) {
-	srv := kumo.NewServer()
-	return &Server{URL: srv.URL, srv: srv}, nil
-}
-
-// Close stops the server.
-func (s *Server) Close() error {
-	s.srv.Close()
-	return nil
-}
+const Name = dynamotest.Embedded

@@ -4,8 +4,13 @@ import (
 	"context"
 	"os"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventlog"
 )
 
 // localTables are the table names local tools use when the environment
@@ -29,7 +34,7 @@ func Getenv(name string) string {
 type Local struct {
 	Endpoint string
 	Embedded bool
-	srv      *Server
+	srv      *dynamotest.Server
 }
 
 // StartLocal starts an embedded server unless endpoint is set, then creates
@@ -37,15 +42,12 @@ type Local struct {
 func StartLocal(ctx context.Context, endpoint string, tables ddb.TableNames) (*Local, error) {
 	l := &Local{Endpoint: endpoint}
 	if endpoint == "" {
-		srv, err := Start()
-		if err != nil {
-			return nil, err
-		}
+		srv := dynamotest.NewServer()
 		l.Endpoint, l.Embedded, l.srv = srv.URL, true, srv
 	}
 	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: l.Endpoint, LocalCredentials: true})
 	if err == nil {
-		err = ddb.EnsureTables(ctx, client, tables)
+		err = EnsureTables(ctx, client, tables)
 	}
 	if err != nil {
 		l.Close()
@@ -59,4 +61,15 @@ func (l *Local) Close() {
 	if l.srv != nil {
 		l.srv.Close()
 	}
+}
+
+// EnsureTables creates the service's tables that do not exist yet, from
+// the one definition of each (dynamodbstore's ledger, eventlog's events),
+// waits for them to be active and turns on the ledger's TTL. It is for
+// local and test backends; in AWS the template creates the tables.
+func EnsureTables(ctx context.Context, client *dynamodb.Client, names ddb.TableNames) error {
+	if err := dynamodbstore.CreateTable(ctx, client, dynamodbstore.TableInput(names.Ledger), dynamodbstore.TTLInput(names.Ledger)); err != nil {
+		return err
+	}
+	return dynamodbstore.CreateTable(ctx, client, eventlog.TableInput(names.Events), nil)
 }

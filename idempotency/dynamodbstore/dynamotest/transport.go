@@ -1,4 +1,4 @@
-package ddbtest
+package dynamotest
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// Transport wraps the DynamoDB client's transport: it counts the calls per
-// operation and can inject faults, the way a network or DynamoDB itself
-// would fail.
+// Transport is an http.RoundTripper for a DynamoDB client: it counts the
+// calls by operation and injects faults into them, the way a network or
+// DynamoDB itself fails. It is safe for concurrent use.
 type Transport struct {
 	base   http.RoundTripper
 	mu     sync.Mutex
@@ -60,10 +60,14 @@ const (
 	NoOldItems
 )
 
-// Fault is one failure to inject Times times into calls of Op.
+// Fault is one failure to inject Times times into calls of Op, after
+// letting After of them through.
 type Fault struct {
-	Op     string // e.g. "TransactWriteItems"; "" matches every call
-	Kind   FaultKind
+	Op   string // e.g. "TransactWriteItems"; "" matches every call
+	Kind FaultKind
+	// After is how many matching calls pass untouched before the fault
+	// fires: 0 faults the next call, 2 the third.
+	After  int
 	Code   string // for ServiceError, e.g. "ThrottlingException"
 	Status int    // for ServiceError: 400 for throttling, 500 for internal errors
 	// Reasons, for a ServiceError of code TransactionCanceledException, are
@@ -72,9 +76,10 @@ type Fault struct {
 	// KeyNames, for ShortPage, name the attributes of LastEvaluatedKey.
 	KeyNames []string
 	// Delay, for Delayed, is the longest hold.
-	Delay time.Duration
-	Times int
-	fired int
+	Delay  time.Duration
+	Times  int
+	passed int
+	fired  int
 }
 
 // Fired is how many times the fault has been injected.
@@ -85,7 +90,24 @@ func NewTransport(base http.RoundTripper) *Transport {
 	return &Transport{base: base, calls: map[string]int{}, ok: map[string]int{}, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
-// Inject adds a fault and returns it, to read Fired later.
+// LoseAnswers lets the next n calls of op reach DynamoDB and be applied,
+// then drops each answer as a reset connection does. The SDK retries a
+// call whose answer it lost (three attempts by default): n = 3 loses every
+// attempt of one call, and the caller gets an error after a commit that
+// was applied.
+func (t *Transport) LoseAnswers(op string, n int) *Fault {
+	return t.Inject(Fault{Op: op, Kind: LostAnswer, Times: n})
+}
+
+// Throttle answers the next n calls of op with DynamoDB's
+// ThrottlingException (HTTP 400), applying nothing. n = 3 throttles every
+// attempt of one call.
+func (t *Transport) Throttle(op string, n int) *Fault {
+	return t.Inject(Fault{Op: op, Kind: ServiceError, Code: "ThrottlingException", Status: http.StatusBadRequest, Times: n})
+}
+
+// Inject adds a fault and returns it, to read Fired later. Faults fire in
+// the order they were added: a call gets the first one that matches it.
 func (t *Transport) Inject(f Fault) *Fault {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -160,11 +182,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.calls[op]++
 	var fault *Fault
 	for _, f := range t.faults {
-		if (f.Op == "" || f.Op == op) && f.fired < f.Times {
-			f.fired++
-			fault = f
-			break
+		if (f.Op != "" && f.Op != op) || f.fired >= f.Times {
+			continue
 		}
+		if f.passed < f.After {
+			f.passed++
+			continue
+		}
+		f.fired++
+		fault = f
+		break
 	}
 	t.mu.Unlock()
 	if fault == nil {
