@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/sync-events/sync-events/errcode"
@@ -102,9 +101,9 @@ type Flow[W any] struct {
 	cache     *ReplayCache
 	retention time.Duration
 	now       func() time.Time
-	// Conflict retries: attempts in all, and the backoff bounds.
-	attempts            int
-	baseDelay, maxDelay time.Duration
+	// Conflict retries: attempts in all, and the wait between them.
+	attempts int
+	backoff  Backoff
 }
 
 // NewFlow returns a Flow over store.
@@ -115,8 +114,7 @@ func NewFlow[W any](store Store[W], opts Options) *Flow[W] {
 		retention: opts.Retention,
 		now:       opts.Now,
 		attempts:  6,
-		baseDelay: 10 * time.Millisecond,
-		maxDelay:  200 * time.Millisecond,
+		backoff:   Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond},
 	}
 	if f.retention <= 0 {
 		f.retention = DefaultRetention
@@ -162,7 +160,7 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 		if attempt >= f.attempts {
 			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, ErrBusy
 		}
-		if err := sleep(ctx, f.backoff(attempt)); err != nil {
+		if err := f.backoff.Wait(ctx, attempt); err != nil {
 			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 	}
@@ -213,22 +211,4 @@ func answerKnown(rec, existing Record) Result {
 		return Result{Outcome: KeyReused}
 	}
 	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Outcome: Replayed}
-}
-
-// backoff is "full jitter": a random delay up to an exponentially growing cap,
-// so colliding retries spread out instead of colliding again.
-func (f *Flow[W]) backoff(attempt int) time.Duration {
-	ceiling := min(f.baseDelay<<attempt, f.maxDelay)
-	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
