@@ -3,10 +3,13 @@
 // set of shapes, kept apart from the Go error text that logs read
 // (benbjohnson/wtf's coded errors are the model).
 //
-// It owns the codes of sync-events' APIs and the shapes of their details.
-// It knows no HTTP and no storage: package mutation decides which status a
-// code answers with, and a store or a handler decides which code a failure
-// is. Codes are strings, so an application adds its own next to these.
+// It owns the codes any HTTP API has (a request refused as sent, a caller
+// refused, a conflict with what is stored, a failure of the service) and
+// the shapes of their details. It knows no HTTP and no storage: package
+// mutation decides which status a code answers with, and a store or a
+// handler decides which code a failure is. Codes are strings: an
+// application declares its own (NOTE_NOT_FOUND, say) as Code constants of
+// its own package and gives them a status in mutation.Options.Statuses.
 package errcode
 
 import (
@@ -29,8 +32,7 @@ const (
 
 // Codes for a caller the service will not serve, or not now.
 const (
-	Unauthorized        Code = "UNAUTHORIZED"
-	CallerIDUnsupported Code = "CALLER_ID_UNSUPPORTED"
+	Unauthorized Code = "UNAUTHORIZED"
 	// RateLimited: the caller sent more than their share, and this
 	// request was not carried out. Retry after the answer's Retry-After,
 	// with the same key.
@@ -43,9 +45,7 @@ const (
 	KeyReused Code = "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"
 	// Conflict: a condition of the mutation's writes failed, where the
 	// mutation did not say more precisely why.
-	Conflict           Code = "CONFLICT"
-	EventAlreadyExists Code = "EVENT_ALREADY_EXISTS"
-	StorageFull        Code = "USER_STORAGE_FULL"
+	Conflict Code = "CONFLICT"
 )
 
 // Codes for a failure of the service: retry with the same key.

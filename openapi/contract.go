@@ -25,8 +25,6 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
-
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 )
 
 // ErrNotHTTP reports an event that no HTTP request could have produced
@@ -118,8 +116,12 @@ func (c *Contract) Operations() []string {
 // held to the document only when the function accepted it (2xx): a request
 // the document calls invalid must not succeed, while a refused one may be
 // anything. A path the document does not have must be answered 404.
-func (c *Contract) Check(req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) error {
-	hreq, err := httpRequest(req)
+//
+// path is the path the function took the request for (the API's
+// RequestPath: rawPath, less a stage API Gateway put before it): the
+// contract owns no reading of API Gateway's events.
+func (c *Contract) Check(path string, req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) error {
+	hreq, err := httpRequest(path, req)
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,7 @@ func wantRefusal(req *http.Request, resp events.APIGatewayV2HTTPResponse, status
 // httpRequest is the HTTP request an API Gateway event stands for. A body
 // marked base64 that does not decode is kept as it came: the function
 // refuses it, and only its answer is checked.
-func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
+func httpRequest(path string, req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		if b, err := base64.StdEncoding.DecodeString(req.Body); err == nil {
@@ -214,7 +216,6 @@ func httpRequest(req events.APIGatewayV2HTTPRequest) (*http.Request, error) {
 	// Every request API Gateway delivers has a method (net/http would read
 	// none as GET) and an origin-form target, which starts with "/" (RFC
 	// 9112, 3.2.1).
-	path := api.RequestPath(&req) // the handler's own reading of the path
 	if req.RequestContext.HTTP.Method == "" || !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("%w: method %q, path %q", ErrNotHTTP, req.RequestContext.HTTP.Method, path)
 	}

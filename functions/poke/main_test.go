@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/poke"

@@ -110,7 +110,7 @@ func TestEveryEventUnderTheRuntimeEmulator(t *testing.T) {
 		if err := json.Unmarshal(event, &req); err != nil {
 			t.Fatalf("%s: %v", want.Event, err)
 		}
-		if err := contract.Check(req, resp); err != nil {
+		if err := contract.Check(api.RequestPath(&req), req, resp); err != nil {
 			t.Errorf("%s: contract: %v", want.Event, err)
 		}
 		var body struct{ Error string }

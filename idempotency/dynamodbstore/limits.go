@@ -20,7 +20,7 @@ const (
 // is sent: an Options.User or Options.Key of the application's own may
 // produce one.
 var (
-	errUserIDTooLong = errcode.New(errcode.CallerIDUnsupported, fmt.Sprintf("The caller's user id is longer than the %d bytes DynamoDB can store", MaxPartitionKeyBytes))
+	errUserIDTooLong = errcode.New(errcode.ValidationFailed, fmt.Sprintf("The caller's user id is longer than the %d bytes DynamoDB can store", MaxPartitionKeyBytes))
 	errKeyTooLong    = errcode.Invalid(fmt.Sprintf("The idempotency key is longer than the %d bytes DynamoDB can store", MaxSortKeyBytes), errcode.Field{Field: "Idempotency-Key"})
 )
 

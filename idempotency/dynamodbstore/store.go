@@ -39,8 +39,7 @@ const ledgerCondition = "attribute_not_exists(#k) OR #exp < :now"
 // Before anything is sent, the transaction is held to DynamoDB's limits
 // (100 actions, 4 MB, 400 KB an item): past them the error wraps
 // idempotency.ErrTooLarge; a user id or key longer than DynamoDB's key
-// limits is refused with errcode.CallerIDUnsupported or
-// errcode.ValidationFailed. A failed business condition is a
+// limits is refused with errcode.ValidationFailed. A failed business condition is a
 // *ConditionFailedError whose indexes are into writes.
 func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []types.TransactWriteItem, now time.Time) error {
 	if err := checkKeys(rec); err != nil {

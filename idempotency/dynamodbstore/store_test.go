@@ -178,7 +178,7 @@ func TestKeysDynamoDBCannotStoreAreRefusedFirst(t *testing.T) {
 		user, key string
 		code      errcode.Code
 	}{
-		{strings.Repeat("u", dynamodbstore.MaxPartitionKeyBytes+1), "k", errcode.CallerIDUnsupported},
+		{strings.Repeat("u", dynamodbstore.MaxPartitionKeyBytes+1), "k", errcode.ValidationFailed},
 		{"u", strings.Repeat("k", dynamodbstore.MaxSortKeyBytes+1), errcode.ValidationFailed},
 	} {
 		b.Transport.Reset()

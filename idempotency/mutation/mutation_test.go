@@ -400,11 +400,11 @@ func TestRejectedWritesRecordNothing(t *testing.T) {
 			for _, r := range refused {
 				failed = append(failed, r.Index)
 			}
-			return errcode.New(errcode.EventAlreadyExists, "taken")
+			return errcode.New(errcode.Conflict, "This id is taken")
 		}
 		return p, err
 	}
-	if got := send(t, f, plain, sent{method: "POST", key: key, body: `{"id":"` + taken + `"}`}); got.status != 409 || !strings.Contains(got.body, `"EVENT_ALREADY_EXISTS"`) || fmt.Sprint(failed) != "[0]" {
+	if got := send(t, f, plain, sent{method: "POST", key: key, body: `{"id":"` + taken + `"}`}); got.status != 409 || !strings.Contains(got.body, `"This id is taken"`) || fmt.Sprint(failed) != "[0]" {
 		t.Fatalf("worded: %d %s, failed %v", got.status, got.body, failed)
 	}
 	if got := send(t, f, plain, sent{method: "POST", key: key, body: `{"id":"` + uuid.NewString() + `"}`}); got.status != 201 {

@@ -40,9 +40,13 @@ func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, cha
 // flow retries after a backoff.
 const maxHeadAttempts = 8
 
+// StorageFull is the code of ErrStorageFull, an error code of the events
+// API's own.
+const StorageFull errcode.Code = "USER_STORAGE_FULL"
+
 // ErrStorageFull is the answer when a user's events reach DynamoDB's item
 // collection limit.
-var ErrStorageFull = errcode.New(errcode.StorageFull,
+var ErrStorageFull = errcode.New(StorageFull,
 	"This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
 
 // Commit stores evs at the next positions of rec.UserID's commit order,

@@ -17,14 +17,11 @@ const (
 	NoteAlreadyExists errcode.Code = "NOTE_ALREADY_EXISTS"
 )
 
-// statuses add the notes API's codes and take out the events API's own,
-// which this one never answers (Options.Codes then lists what it does).
+// statuses add the notes API's codes to package errcode's.
 var statuses = map[errcode.Code]int{
-	NoteNotFound:               http.StatusNotFound,
-	NoteVersionConflict:        http.StatusConflict,
-	NoteAlreadyExists:          http.StatusConflict,
-	errcode.EventAlreadyExists: 0,
-	errcode.StorageFull:        0,
+	NoteNotFound:        http.StatusNotFound,
+	NoteVersionConflict: http.StatusConflict,
+	NoteAlreadyExists:   http.StatusConflict,
 }
 
 var (

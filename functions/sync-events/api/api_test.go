@@ -12,7 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 )
 
@@ -118,7 +119,7 @@ func TestSameEventIDUnderAnotherKeyIs409AndRecordsNothing(t *testing.T) {
 	id := uuid.NewString()
 	apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, id)), 201, "")
 	second := uuid.NewString()
-	apitest.WantResponse(t, hs.Post("alice", second, apitest.EventBody(t, id)), 409, string(errcode.EventAlreadyExists))
+	apitest.WantResponse(t, hs.Post("alice", second, apitest.EventBody(t, id)), 409, string(api.EventAlreadyExists))
 	if n, events := hs.LedgerCount(), hs.Stored()["alice"]; n != 1 || len(events) != 1 || events[0] != id {
 		t.Fatalf("%d ledger records and events %v, want only the first request's", n, events)
 	}

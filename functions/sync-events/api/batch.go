@@ -103,7 +103,7 @@ func (h *Handler) alreadyStored(ctx context.Context, stream string, ids []string
 			stored = append(stored, ids[r.Index])
 		}
 	}
-	return &errcode.Error{Code: errcode.EventAlreadyExists,
+	return &errcode.Error{Code: EventAlreadyExists,
 		Message: fmt.Sprintf("%d of the batch's events are already stored; nothing was stored: send the others under a new key", len(stored)),
 		Details: errcode.IDs{IDs: stored}}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 )
@@ -162,7 +162,7 @@ func TestBatchWithStoredEventsNamesThemAll(t *testing.T) {
 	apitest.WantResponse(t, postBatch(hs, "carol", uuid.NewString(), batchOf(sent[3:5])), 201, "")
 	key := uuid.NewString()
 	resp := postBatch(hs, "carol", key, batchOf(sent))
-	apitest.WantResponse(t, resp, 409, string(errcode.EventAlreadyExists))
+	apitest.WantResponse(t, resp, 409, string(api.EventAlreadyExists))
 	var details struct{ IDs []string }
 	errorDetails(t, resp, &details)
 	if want := []string{sent[1].ID, sent[3].ID, sent[4].ID}; !slices.Equal(details.IDs, want) {

@@ -18,9 +18,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/eventlog"

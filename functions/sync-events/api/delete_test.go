@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 )
 
 // drainFrom pulls path (a stream's GET) from cursor, a page of limit at a

@@ -11,12 +11,22 @@ import (
 	"github.com/sync-events/sync-events/internal/eventlog"
 )
 
+// The API's own error codes, next to package errcode's (and the event
+// log's, StorageFull and the spaces').
+const (
+	// EventAlreadyExists: an event with the request's id is stored already.
+	EventAlreadyExists errcode.Code = "EVENT_ALREADY_EXISTS"
+	// CallerIDUnsupported: the token's sub is not a user id the service
+	// can store.
+	CallerIDUnsupported errcode.Code = "CALLER_ID_UNSUPPORTED"
+)
+
 // The API's own refusals; every other answer is worded by package mutation
 // (the envelope's refusals, and failures by their code) or by the package
 // that refused (syncevent, eventlog, idempotency).
 var (
 	errNotFound            = errcode.New(errcode.NotFound, "No such route")
-	errCallerIDUnsupported = errcode.New(errcode.CallerIDUnsupported,
+	errCallerIDUnsupported = errcode.New(CallerIDUnsupported,
 		fmt.Sprintf("The token's sub claim is not a user id this service can store (at most %d bytes of UTF-8, not beginning with %q)", dynamodbstore.MaxPartitionKeyBytes, "space#"))
 )
 

@@ -24,7 +24,7 @@ const (
 	MaxPageSize     = 1000
 )
 
-var errEventExists = errcode.New(errcode.EventAlreadyExists, "An event with this id is already stored")
+var errEventExists = errcode.New(EventAlreadyExists, "An event with this id is already stored")
 
 // postEvent is POST's mutation: one event, stored with the time the server
 // received it; its write must be its id's first.

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 )
 
 // TestOneUsersFloodIsTheirsAlone: a user flooding the API with mutations

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 )
 
 // FuzzHandler: any method, path, key, content type, extra header and body,

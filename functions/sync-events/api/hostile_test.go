@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
-	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 )
 

@@ -16,10 +16,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -284,8 +285,8 @@ func TestCallerIDsDynamoDBCannotStoreAreRefused(t *testing.T) {
 	wantListed(t, walk(hs, longest, 10), []sentEvent{e})
 	for _, sub := range []string{longest + "u", strings.Repeat("é", dynamodbstore.MaxPartitionKeyBytes/2+1), "bad\xffutf8"} {
 		before := hs.B.Transport.Total()
-		apitest.WantResponse(t, hs.Post(sub, uuid.NewString(), event(`{}`).body()), 403, string(errcode.CallerIDUnsupported))
-		apitest.WantResponse(t, hs.Get(sub, nil), 403, string(errcode.CallerIDUnsupported))
+		apitest.WantResponse(t, hs.Post(sub, uuid.NewString(), event(`{}`).body()), 403, string(api.CallerIDUnsupported))
+		apitest.WantResponse(t, hs.Get(sub, nil), 403, string(api.CallerIDUnsupported))
 		if calls := hs.B.Transport.Total() - before; calls != 0 {
 			t.Fatalf("%d DynamoDB calls for a caller id it would refuse", calls)
 		}
@@ -338,7 +339,7 @@ func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
 		key, body, user := uuid.NewString(), event(`{}`).body(), fmt.Sprint("full-", i)
 		records := hs.LedgerCount()
 		resp := hs.Post(user, key, body)
-		apitest.WantResponse(t, resp, http.StatusConflict, string(errcode.StorageFull))
+		apitest.WantResponse(t, resp, http.StatusConflict, string(eventlog.StorageFull))
 		if resp.Headers["Retry-After"] != "" {
 			t.Fatalf("a Retry-After on an answer that retrying cannot change")
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/metrics"
 )

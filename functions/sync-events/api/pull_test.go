@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/go-json-experiment/json/jsontext"

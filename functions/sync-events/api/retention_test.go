@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 )

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -47,10 +48,15 @@ var envelope = mutation.Options{
 	Statuses: statuses(),
 }
 
-// statuses are the API's own codes' statuses: the spaces', and no
-// CONFLICT.
+// statuses are the API's own codes' statuses: its events', the event
+// log's, the spaces', and no CONFLICT.
 func statuses() map[errcode.Code]int {
-	s := map[errcode.Code]int{errcode.Conflict: 0}
+	s := map[errcode.Code]int{
+		errcode.Conflict:     0,
+		EventAlreadyExists:   http.StatusConflict,
+		CallerIDUnsupported:  http.StatusForbidden,
+		eventlog.StorageFull: http.StatusConflict,
+	}
 	for c, st := range spaceStatuses {
 		s[c] = st
 	}

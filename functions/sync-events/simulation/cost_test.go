@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
-	"github.com/sync-events/sync-events/internal/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
-	"github.com/sync-events/sync-events/internal/apitest"
+	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 )
 
 // TestRaceOneKeyOneBody: 100 copies of one request at once, spread over 10

@@ -251,7 +251,7 @@ func CheckContract(t testing.TB, req events.APIGatewayV2HTTPRequest, resp events
 	t.Helper()
 	c, err := openapi.Load()
 	if err == nil {
-		err = c.Check(req, resp)
+		err = c.Check(api.RequestPath(&req), req, resp)
 	}
 	if err != nil && !errors.Is(err, openapi.ErrNotHTTP) {
 		t.Errorf("contract: %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/idempotency"
 
 	"github.com/sync-events/sync-events/internal/tally"
@@ -127,7 +128,7 @@ func (hs *Harness) CheckInvariants(rec *Recorder) {
 			t.Errorf("key %s of %s: a body that did not win it got a 201", x.Key, x.User)
 		case x.Code == string(errcode.KeyReused) && x.Body != SeedKeyReusedBody:
 			t.Errorf("key %s of %s: 409 body %s is not the seed's", x.Key, x.User, x.Body)
-		case x.Hash != won && x.Code != string(errcode.KeyReused) && x.Code != string(errcode.EventAlreadyExists):
+		case x.Hash != won && x.Code != string(errcode.KeyReused) && x.Code != string(api.EventAlreadyExists):
 			t.Errorf("key %s of %s: a losing body got %d %s", x.Key, x.User, x.Status, x.Body)
 		}
 	}
