@@ -59,8 +59,15 @@ var Outcomes = []Outcome{Executed, Replayed, KeyReused, WriteRejected, ConflictE
 // failed.
 type Result struct {
 	Response
-	Outcome  Outcome
+	Summary
 	Refusals []Refusal
+}
+
+// Summary is how the flow came to its answer, with nothing of the request
+// or the answer in it: what a log line or a metric reports. The envelope's
+// report (mutation.Report) carries it on as it is.
+type Summary struct {
+	Outcome Outcome
 	// FromCache is set when a Replayed or KeyReused answer came from the
 	// replay cache, with no DynamoDB call.
 	FromCache bool
@@ -158,10 +165,10 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 			return res, err
 		}
 		if attempt >= f.attempts {
-			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, ErrBusy
+			return Result{Summary: Summary{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}}, ErrBusy
 		}
 		if err := f.backoff.Wait(ctx, attempt); err != nil {
-			return Result{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}, fmt.Errorf("%w: %w", ErrBusy, err)
+			return Result{Summary: Summary{Outcome: ConflictExhausted, ConflictRetries: attempt - 1}}, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 	}
 }
@@ -174,11 +181,11 @@ func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (re
 	switch {
 	case err == nil:
 		f.cache.put(rec, rec.CreatedAt)
-		return Result{Response: exec.Response, Outcome: Executed}, false, nil
+		return Result{Response: exec.Response, Summary: Summary{Outcome: Executed}}, false, nil
 	case errors.As(err, &exists):
 		return f.resolveKnown(ctx, rec, exists.Existing)
 	case errors.As(err, &writeFailed):
-		return Result{Outcome: WriteRejected, Refusals: writeFailed.Refusals}, false, nil
+		return Result{Summary: Summary{Outcome: WriteRejected}, Refusals: writeFailed.Refusals}, false, nil
 	case errors.Is(err, ErrTransactionConflict):
 		return Result{}, true, nil
 	default:
@@ -208,7 +215,7 @@ func (f *Flow[W]) resolveKnown(ctx context.Context, rec Record, existing *Record
 // answer if it is the same request, KeyReused otherwise.
 func answerKnown(rec, existing Record) Result {
 	if existing.PayloadHash != rec.PayloadHash || existing.Method != rec.Method || existing.Route != rec.Route {
-		return Result{Outcome: KeyReused}
+		return Result{Summary: Summary{Outcome: KeyReused}}
 	}
-	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Outcome: Replayed}
+	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Summary: Summary{Outcome: Replayed}}
 }

@@ -353,9 +353,9 @@ func TestOptions(t *testing.T) {
 		}
 		send(t, f, m, sent{method: "POST", body: `{"id":"a"}`})
 		want := []mutation.Report{
-			{Outcome: idempotency.Executed, KeyPrefix: key[:8]},
-			{Outcome: idempotency.Replayed, KeyPrefix: key[:8], FromCache: true},
-			{Outcome: mutation.Refused, Code: errcode.ValidationFailed},
+			{Summary: idempotency.Summary{Outcome: idempotency.Executed}, KeyPrefix: key[:8]},
+			{Summary: idempotency.Summary{Outcome: idempotency.Replayed, FromCache: true}, KeyPrefix: key[:8]},
+			{Summary: idempotency.Summary{Outcome: mutation.Refused}, Code: errcode.ValidationFailed},
 		}
 		if fmt.Sprint(reports) != fmt.Sprint(want) {
 			t.Fatalf("reports %+v, want %+v", reports, want)

@@ -140,22 +140,19 @@ func New[W any](flow *idempotency.Flow[W], o Options) *Runner[W] {
 // NeedsKey reports whether requests with method run through the envelope.
 func (m *Runner[W]) NeedsKey(method string) bool { return slices.Contains(m.o.Methods, method) }
 
-// Report is what a request came to, for logs and metrics. It holds no
-// body, no user id and no whole key.
+// Report is what a request came to, for logs and metrics: the flow's
+// Summary, and what the envelope adds to it. It holds no body, no user id
+// and no whole key.
 type Report struct {
-	// Outcome is the flow's, or Refused (refused before the flow ran), or
-	// Failed (the service failed).
-	Outcome idempotency.Outcome
+	// Summary is the flow's: its Outcome, or Refused (refused before the
+	// flow ran), or Failed (the service failed); FromCache (the answer came
+	// from the replay cache, with no call); ConflictRetries.
+	idempotency.Summary
 	// Code is the error code answered, if any.
 	Code errcode.Code
 	// KeyPrefix is the key's first 8 characters: enough to follow a
 	// client's retries in the logs, not enough to replay them.
 	KeyPrefix string
-	// FromCache: the answer came from the replay cache, with no call.
-	FromCache bool
-	// ConflictRetries is how many times the transaction was tried again
-	// after a conflict.
-	ConflictRetries int
 	// Err is the failure behind an answer that has a cause beyond the
 	// request itself (every 5xx, and a refusal that wraps a failure of the
 	// store, such as a full partition), for the logs.
@@ -184,7 +181,7 @@ func (m *Runner[W]) run(ctx context.Context, r *Request, mut Mutation[W]) (Respo
 		return m.fail(err, r, Report{})
 	}
 	res, err := m.flow.Do(ctx, req, plan.executor())
-	rep := Report{Outcome: res.Outcome, FromCache: res.FromCache, ConflictRetries: res.ConflictRetries}
+	rep := Report{Summary: res.Summary}
 	switch {
 	case err != nil:
 		return m.fail(err, r, rep)

@@ -62,18 +62,14 @@ type Handler struct {
 	metrics      *metrics.Writer
 }
 
-// outcome is what a request came to, for the log line.
+// outcome is what a request came to, for the log line: the envelope's
+// report of a mutation (a read's code, key prefix and error in the same
+// fields), with the answer's status, the metrics' outcome and the events
+// the mutation carried.
 type outcome struct {
-	status    int
-	result    string // one of metrics.Outcomes
-	code      errcode.Code
-	keyPrefix string
-	err       error
-	// fromCache: the answer came from the replay cache, with no DynamoDB call.
-	fromCache bool
-	// conflictRetries: transactions retried after a conflict.
-	conflictRetries int
-	// events the mutation carried.
+	mutation.Report
+	status int
+	result string // one of metrics.Outcomes
 	events int
 }
 
@@ -101,9 +97,9 @@ func (h *Handler) report(ctx context.Context, req *events.APIGatewayV2HTTPReques
 	requestID, traceID := lambdaRequestID(ctx, req), lambdaTraceID(ctx)
 	h.logRequest(ctx, req, out, took, requestID, traceID)
 	h.metrics.Write(metrics.Request{
-		Outcome: out.result, ErrorCode: string(out.code), RequestID: requestID, TraceID: traceID, Latency: took,
+		Outcome: out.result, ErrorCode: string(out.Code), RequestID: requestID, TraceID: traceID, Latency: took,
 		Calls: calls.Calls, Retries: calls.Retries(), Throttles: calls.Throttles, CallLatency: calls.Latency,
-		ConflictRetries: out.conflictRetries, Events: out.events,
+		ConflictRetries: out.ConflictRetries, Events: out.events,
 	})
 }
 
@@ -182,7 +178,7 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 			return h.fail(limited(errRefusalsLimited, wait), req.RequestContext.HTTP.Method)
 		}
 		defer func() {
-			if c := out.code; c == eventlog.ErrNotMember.Code || c == eventlog.ErrRoleForbids.Code {
+			if c := out.Code; c == eventlog.ErrNotMember.Code || c == eventlog.ErrRoleForbids.Code {
 				h.refused.Take(caller, time.Now())
 			}
 		}()
@@ -193,10 +189,7 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		carried = n
 		return plan, err
 	})
-	return resp.HTTPAPI(), outcome{
-		result: string(rep.Outcome), code: rep.Code, keyPrefix: rep.KeyPrefix, err: rep.Err,
-		fromCache: rep.FromCache, conflictRetries: rep.ConflictRetries, events: carried,
-	}
+	return resp.HTTPAPI(), outcome{Report: rep, result: string(rep.Outcome), events: carried}
 }
 
 // fail answers err as package mutation words every answer of the API: a
@@ -207,15 +200,15 @@ func (h *Handler) fail(err error, method string) (events.APIGatewayV2HTTPRespons
 	if h.mutations.NeedsKey(method) {
 		resp = h.mutations.AnswerMutation(err)
 	}
-	out := outcome{result: metrics.OutcomeRefused, code: errcode.CodeOf(err)}
+	out := outcome{result: metrics.OutcomeRefused, Report: mutation.Report{Code: errcode.CodeOf(err)}}
 	if resp.StatusCode >= http.StatusInternalServerError {
 		out.result = metrics.OutcomeError
-		if out.code == "" {
-			out.code = errcode.Internal
+		if out.Code == "" {
+			out.Code = errcode.Internal
 		}
 	}
 	if e, _ := errcode.Of(err); resp.StatusCode >= http.StatusInternalServerError || e == nil || e.Err != nil {
-		out.err = err
+		out.Err = err
 	}
 	return resp.HTTPAPI(), out
 }
@@ -233,18 +226,18 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 		slog.String("idempotency_outcome", out.result),
 		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 	}
-	if out.keyPrefix != "" {
-		attrs = append(attrs, slog.String("key_prefix", out.keyPrefix))
+	if out.KeyPrefix != "" {
+		attrs = append(attrs, slog.String("key_prefix", out.KeyPrefix))
 	}
-	if out.code != "" {
-		attrs = append(attrs, slog.String("error_code", string(out.code)))
+	if out.Code != "" {
+		attrs = append(attrs, slog.String("error_code", string(out.Code)))
 	}
-	if out.fromCache {
+	if out.FromCache {
 		attrs = append(attrs, slog.Bool("from_cache", true))
 	}
 	level := slog.LevelInfo
-	if out.err != nil {
-		attrs = append(attrs, slog.String("error", loggableError(out.err)))
+	if out.Err != nil {
+		attrs = append(attrs, slog.String("error", loggableError(out.Err)))
 		level = slog.LevelError
 		if out.status == http.StatusServiceUnavailable {
 			level = slog.LevelWarn
