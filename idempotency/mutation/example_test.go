@@ -64,13 +64,11 @@ func createNote(_ context.Context, r *mutation.Request) (mutation.Plan[write], e
 		return mutation.Plan[write]{}, errcode.Invalid("id and title are required", errcode.Field{Field: "body"})
 	}
 	user := r.User
-	return mutation.Plan[write]{Execute: func(context.Context, time.Time) (idempotency.Execution[write], error) {
-		body, _ := json.Marshal(map[string]string{"id": in.ID, "title": in.Title})
-		return idempotency.Execution[write]{
-			Response: idempotency.Response{StatusCode: http.StatusCreated, Body: body},
-			Writes:   []write{func(notes map[string]string) { notes[user+"/"+in.ID] = in.Title }},
-		}, nil
-	}}, nil
+	return mutation.Plan[write]{
+		Status: http.StatusCreated,
+		Body:   map[string]string{"id": in.ID, "title": in.Title},
+		Writes: []write{func(notes map[string]string) { notes[user+"/"+in.ID] = in.Title }},
+	}, nil
 }
 
 // An HTTP API (payload 2.0) Lambda handler: POST runs exactly once per
