@@ -622,7 +622,13 @@ export interface components {
                 "application/json": components["schemas"]["Error"] | components["schemas"]["GatewayMessage"];
             };
         };
-        /** @description An unexpected failure (`INTERNAL`). Nothing was stored; retry with the same key. */
+        /**
+         * @description An unexpected failure (`INTERNAL`). Retry with the same key: that
+         *     is safe whatever happened. For a mutation the message says
+         *     "nothing was stored" where nothing can have been, and "the change
+         *     may have been stored" where the failure came after the commit was
+         *     sent.
+         */
         Internal: {
             headers: {
                 [name: string]: unknown;
@@ -634,8 +640,13 @@ export interface components {
         /**
          * @description DynamoDB was unavailable or throttled, the deadline came, or
          *     concurrent requests with this key kept colliding
-         *     (`SERVICE_UNAVAILABLE`). Nothing was stored; retry with the same key
-         *     after `Retry-After` seconds.
+         *     (`SERVICE_UNAVAILABLE`). Retry with the same key after
+         *     `Retry-After` seconds: that is safe whatever happened. For a
+         *     mutation the message says which it was: "nothing was stored" where
+         *     nothing can have been (refused before it was sent, throttled,
+         *     cancelled), "the change may have been stored" where the commit was
+         *     sent and no answer came back (a lost answer, a timeout, a server
+         *     error); a retry then gets the stored answer if it was.
          */
         Unavailable: {
             headers: {
