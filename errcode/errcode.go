@@ -41,7 +41,7 @@ const (
 
 // Codes for a request that conflicts with what is stored.
 const (
-	// KeyReused: the seed's 409 for a known key with another request.
+	// KeyReused: the 409 for a known key with another request.
 	KeyReused Code = "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"
 	// Conflict: a condition of the mutation's writes failed, where the
 	// mutation did not say more precisely why.

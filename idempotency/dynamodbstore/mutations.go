@@ -25,6 +25,12 @@ type (
 	// Flow is the exactly-once flow without HTTP, for a queue's consumer
 	// (see idempotency.Flow).
 	Flow = idempotency.Flow[Write]
+	// Executor computes a mutation's answer and writes for Flow.Do, given
+	// the commit's time (see idempotency.Executor).
+	Executor = idempotency.Executor[Write]
+	// Execution is what an Executor returns: the answer to record and the
+	// writes to commit with it (see idempotency.Execution).
+	Execution = idempotency.Execution[Write]
 )
 
 // NewRunner is the envelope of mutations on DynamoDB, over the ledger

@@ -11,8 +11,8 @@ import (
 	"github.com/sync-events/sync-events/idempotency"
 )
 
-// createdAtLayout is created_at as the seed stores it: ISO 8601 UTC with
-// milliseconds.
+// createdAtLayout is created_at as the ledger stores it: ISO 8601 UTC with
+// milliseconds, as the sync API's first implementation wrote it.
 const createdAtLayout = "2006-01-02T15:04:05.000Z"
 
 // recordItem is a record as the ledger table holds it.

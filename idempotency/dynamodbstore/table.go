@@ -11,8 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// The ledger table's key attributes and its time-to-live attribute, as the
-// seed's idempotency_ledger names them.
+// The ledger table's key attributes and its time-to-live attribute.
 const (
 	PartitionKey = "user_id"
 	SortKey      = "key"

@@ -83,9 +83,20 @@ func (m *Runner[W]) notAllowed(r *Request) Response {
 }
 
 // FromHTTPAPI is an HTTP API (payload 2.0) request as the envelope takes
-// it. Its route is the route API Gateway matched, less the method ("POST
-// /notes" is "/notes"), or the raw path where there is none ($default, a
-// function URL).
+// it. It reads these fields of the event, and no others:
+//   - requestContext.http.method: the method;
+//   - routeKey: the route, less the method ("POST /notes" is "/notes"),
+//     or rawPath where there is none ($default, a function URL);
+//   - rawPath and pathParameters;
+//   - queryStringParameters;
+//   - headers, whose names match in any case (API Gateway sends them in
+//     lowercase: "idempotency-key", "content-type");
+//   - body and isBase64Encoded: the envelope decodes a base64 body before
+//     the body's checks and the mutation see it;
+//   - requestContext.authorizer.jwt.claims: the claims a JWT authorizer
+//     verified (the caller is their "sub" by default). A Lambda
+//     authorizer's context is not read: it is in Event, for an
+//     Options.User of one's own.
 func FromHTTPAPI(e *events.APIGatewayV2HTTPRequest) *Request {
 	route := e.RawPath
 	if _, path, ok := strings.Cut(e.RouteKey, " "); ok {
@@ -107,10 +118,16 @@ func FromHTTPAPI(e *events.APIGatewayV2HTTPRequest) *Request {
 }
 
 // FromREST is a REST API (payload 1.0) request as the envelope takes it.
-// Its route is the API's resource ("/notes/{id}"). Its claims are those a
-// Cognito user pool authorizer verified (requestContext.authorizer.claims),
-// as strings; a Lambda authorizer's context is in Event, for an
-// Options.User of one's own.
+// It reads these fields of the event, and no others:
+//   - httpMethod, and resource: the route ("/notes/{id}");
+//   - path and pathParameters;
+//   - multiValueQueryStringParameters, else queryStringParameters;
+//   - multiValueHeaders, else headers, whose names match in any case;
+//   - body and isBase64Encoded (decoded before the checks and the
+//     mutation, as for FromHTTPAPI);
+//   - requestContext.authorizer.claims: the claims a Cognito user pool
+//     authorizer verified, as strings. A Lambda authorizer's context is
+//     in Event, for an Options.User of one's own.
 func FromREST(e *events.APIGatewayProxyRequest) *Request {
 	h := make(http.Header, len(e.Headers))
 	for k, vs := range e.MultiValueHeaders {
@@ -142,7 +159,7 @@ func FromREST(e *events.APIGatewayProxyRequest) *Request {
 // matched, less the method and host ("PATCH /notes/{id}" is
 // "/notes/{id}"), or the path; its path parameters are the pattern's
 // wildcards. Its claims are what middleware put in its context with
-// ContextWithClaims.
+// ContextWithClaims; its headers, query and body are the request's.
 func FromHTTP(hr *http.Request, limit int) (*Request, error) {
 	body, err := io.ReadAll(io.LimitReader(hr.Body, int64(limit)+1))
 	if err != nil {

@@ -21,8 +21,7 @@
 //
 // Requests refused in steps 1 to 4 run nothing and record nothing, so
 // the client may fix them and send them again under the same key. The
-// refusals of the seed API this package comes from are its defaults, byte
-// for byte: a missing key is 400
+// envelope's own refusals are fixed, byte for byte: a missing key is 400
 // {"error":"VALIDATION_FAILED","message":"Idempotency-Key header is required"},
 // and a known key with another body is 409
 // {"error":"IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD","message":"Idempotency key already used with a different payload"}.

@@ -23,7 +23,9 @@ type Request struct {
 	Query      url.Values
 	Header     http.Header
 	// Body is the body as sent; BodyBase64 says it is base64 text to
-	// decode first (API Gateway's isBase64Encoded).
+	// decode first (API Gateway's isBase64Encoded). A Mutation gets it
+	// decoded, checked as JSON and within the size limit, with
+	// BodyBase64 false.
 	Body       []byte
 	BodyBase64 bool
 	// Claims are the verified token's claims: from API Gateway's JWT

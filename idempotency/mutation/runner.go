@@ -71,7 +71,8 @@ func jsonBody(v any) ([]byte, error) {
 	return stdjson.Marshal(v)
 }
 
-// Options configure a Runner. The zero value is the seed API's envelope.
+// Options configure a Runner. The zero value is the defaults each field
+// names.
 type Options struct {
 	// Methods are the methods that need a key, and run exactly once; an
 	// adapter hands any other to the handler it was given for them.
@@ -349,7 +350,7 @@ func keyPrefix(key string) string {
 
 // The envelope's own refusals.
 var (
-	// ErrKeyReused is the seed's 409 for a known key with another request.
+	// ErrKeyReused is the 409 for a known key with another request.
 	ErrKeyReused = errcode.New(errcode.KeyReused, "Idempotency key already used with a different payload")
 	// ErrUnauthorized is Subject's refusal of a request with no sub.
 	ErrUnauthorized = errcode.New(errcode.Unauthorized, "Authentication required: no user id in the verified token claims")

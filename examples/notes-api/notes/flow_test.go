@@ -24,7 +24,7 @@ import (
 // docs/exactly-once.md shows this code.
 func TestFlowWithoutHTTPOnAnSQSBatch(t *testing.T) {
 	b := start(t)
-	flow := idempotency.NewFlow(dynamodbstore.New(b.client, b.ledger), idempotency.Options{Cache: idempotency.NewReplayCache(1 << 20)})
+	flow := dynamodbstore.NewFlow(b.client, b.ledger, idempotency.Options{Cache: idempotency.NewReplayCache(1 << 20)})
 	handle := func(ctx context.Context, batch events.SQSEvent) events.SQSEventResponse {
 		var out events.SQSEventResponse
 		for _, msg := range batch.Records {
@@ -62,7 +62,7 @@ func TestFlowWithoutHTTPOnAnSQSBatch(t *testing.T) {
 }
 
 // importNote writes one message's note exactly once under its request id.
-func importNote(ctx context.Context, flow *idempotency.Flow[types.TransactWriteItem], table string, msg events.SQSMessage) error {
+func importNote(ctx context.Context, flow *dynamodbstore.Flow, table string, msg events.SQSMessage) error {
 	key := aws.ToString(msg.MessageAttributes["request-id"].StringValue)
 	if key == "" {
 		return fmt.Errorf("message without a request-id")
@@ -76,10 +76,10 @@ func importNote(ctx context.Context, flow *idempotency.Flow[types.TransactWriteI
 		return err
 	}
 	req := idempotency.Request{UserID: "importer", Key: key, Method: "SQS", Route: "notes-import", CanonicalBody: body}
-	res, err := flow.Do(ctx, req, func(context.Context, time.Time) (idempotency.Execution[types.TransactWriteItem], error) {
-		return idempotency.Execution[types.TransactWriteItem]{
+	res, err := flow.Do(ctx, req, func(context.Context, time.Time) (dynamodbstore.Execution, error) {
+		return dynamodbstore.Execution{
 			Response: idempotency.Response{StatusCode: 200, Body: []byte(`{}`)},
-			Writes: []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			Writes: []dynamodbstore.Write{{Put: &types.Put{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 				"user_id": &types.AttributeValueMemberS{Value: "importer"}, "id": &types.AttributeValueMemberS{Value: note.ID},
 				"title": &types.AttributeValueMemberS{Value: note.Title}, "version": &types.AttributeValueMemberN{Value: "1"},
 			}}}},
