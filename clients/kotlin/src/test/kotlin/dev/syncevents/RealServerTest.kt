@@ -1,0 +1,56 @@
+package dev.syncevents
+
+import kotlinx.coroutines.runBlocking
+import kotlinx.serialization.json.Json
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.jsonArray
+import kotlinx.serialization.json.jsonObject
+import kotlinx.serialization.json.jsonPrimitive
+import okhttp3.OkHttpClient
+import okhttp3.Request
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.io.TempDir
+import java.nio.file.Path
+import java.util.UUID
+
+/** Against the real handler, as `make run` serves it. */
+class RealServerTest {
+    @TempDir
+    lateinit var dir: Path
+
+    @Test
+    fun `a queue of 250 drains in batches and the server lists each event once`() = runBlocking {
+        val server = LocalServer.shared
+        val user = "kt-" + UUID.randomUUID()
+        val token = LocalServer.token(user)
+        val s = SqliteQueueStorage(dir.resolve("q.db").toString(), user)
+        val q = SyncQueue(s, server.url, { token })
+        val ids = (0 until 250).map { q.write("note.created", JsonObject(mapOf("n" to JsonPrimitive(it)))).eventId }
+        val report = q.drain()
+        assertNull(report.stopped, report.error)
+        assertEquals(250, report.sent)
+        assertEquals(3, report.requests)
+        assertEquals(ids, listed(server.url, token))
+    }
+
+    companion object {
+        /** Every event id the server lists for the token's user, in order. */
+        fun listed(url: String, token: String): List<String> {
+            val http = OkHttpClient()
+            val out = ArrayList<String>()
+            var cursor: String? = null
+            while (true) {
+                val u = "$url/api/v1/sync/events?limit=1000" + (cursor?.let { "&cursor=$it" } ?: "")
+                val body = http.newCall(Request.Builder().url(u).header("Authorization", "Bearer $token").build()).execute()
+                    .use { check(it.code == 200) { "GET events: ${it.code}" }; it.body.string() }
+                val page = Json.parseToJsonElement(body).jsonObject
+                out += page["events"]!!.jsonArray.map { it.jsonObject["id"]!!.jsonPrimitive.content }
+                cursor = page["cursor"]?.jsonPrimitive?.content
+                if (page["hasMore"]?.jsonPrimitive?.content != "true") return out
+            }
+        }
+    }
+}
