@@ -175,12 +175,17 @@ export function createSyncClient<S>(options: SyncClientOptions<S>): SyncClient<S
   return new Client(options);
 }
 
-/** Where this runtime lacks what the client needs, a message that says what to add; undefined if nothing. */
-function missingFeature(): string | undefined {
+/**
+ * What this runtime lacks of what the client needs, as a message saying
+ * what to add; undefined if nothing. The rest is optional and detected
+ * where used: IndexedDB (else memory), Web Locks (else one drain at a time
+ * per client), crypto.randomUUID (else getRandomValues), WebSocket (else polling).
+ */
+function missingFeature(o: { fetch?: Fetch }): string | undefined {
   if (typeof globalThis.crypto?.getRandomValues !== "function") {
     return "no crypto.getRandomValues here, which the client's keys (UUID v4) need: on React Native, import 'react-native-get-random-values' first";
   }
-  if (typeof globalThis.fetch !== "function") {
+  if (o.fetch === undefined && typeof globalThis.fetch !== "function") {
     return "no fetch here: pass options.fetch";
   }
   return undefined;
@@ -196,8 +201,8 @@ class Client<S> implements SyncClient<S> {
   #closed = false;
 
   constructor(options: SyncClientOptions<S>) {
-    const missing = missingFeature();
-    if (missing !== undefined && options.fetch === undefined) {
+    const missing = missingFeature(options);
+    if (missing !== undefined) {
       throw new Error(missing);
     }
     if (typeof options.user !== "string" || options.user === "") {
