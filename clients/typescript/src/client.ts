@@ -79,6 +79,8 @@ export interface StreamView<S> {
   writes: readonly PendingWrite[];
   /** Whether what the device kept has been read: false only for a moment after creation. */
   loaded: boolean;
+  /** The live channel: "live" (pokes heard), "polling" (it is unavailable, or none), "connecting", "offline", "stopped". */
+  channel: LiveState["kind"];
 }
 
 /** The client's state: replaced, never changed, so a reference tells a change. */
@@ -393,7 +395,7 @@ class Stream<S> {
     this.#changed = changed;
     this.#online = o.online ?? (() => globalThis.navigator?.onLine !== false);
     this.#confirmed = o.initial;
-    this.view = { state: o.initial, confirmed: o.initial, status: { kind: "online" }, writes: [], loaded: false };
+    this.view = { state: o.initial, confirmed: o.initial, status: { kind: "online" }, writes: [], loaded: false, channel: "stopped" };
     const common = { baseUrl: o.baseUrl, getToken: o.getToken, ...(o.fetch && { fetch: o.fetch }), ...(o.retry && { retry: o.retry }) };
     this.#queue = new SyncQueue({ ...common, storage: store, ...(space && { space }), ...(o.online && { online: o.online }) });
     this.#live = new LiveSync({
@@ -603,6 +605,7 @@ class Stream<S> {
       status: this.#status(),
       writes: this.#entries.map(pendingWrite),
       loaded: true,
+      channel: this.#live.state.kind,
     };
     this.#changed();
   }
