@@ -38,4 +38,8 @@
 // start-up time): import it from _test.go files only. A test of
 // sync-events' own holds that its functions' dependency lists leave it
 // out; a team's build can do the same with go list -deps.
+//
+// The kit's own tests (kit_test.go) are a mutation's whole first test file,
+// and ExampleTransport_LoseAnswers (example_test.go, which go doc does not
+// print) wires the transport without a test.
 package dynamotest
