@@ -1,5 +1,16 @@
+export {
+  createSyncClient,
+  type PendingWrite,
+  type StopReason as SyncStopReason,
+  type StreamView,
+  type SyncClient,
+  type SyncClientOptions,
+  type SyncEvent,
+  type SyncState,
+  type SyncStatus,
+} from "./client.js";
 export type { StopReason } from "./http.js";
-export { IndexedDBStorage, type IndexedDBStorageOptions } from "./indexeddb.js";
+export { type IndexedDBOptions, IndexedDBStorage, type IndexedDBStorageOptions, indexedDBStorage } from "./indexeddb.js";
 export { type LiveChannel, type LiveState, type LiveStopReason, LiveSync, type LiveSyncOptions, type PollReason } from "./live.js";
 export { deletedId, EventPull, isCursorExpired, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
 export {
@@ -29,7 +40,16 @@ export {
   SpaceStopped,
   type SpaceStopReason,
 } from "./spaces.js";
-export { MemoryStorage, type MemoryStorageOptions, type QueueStorage, type StorageOptions } from "./storage.js";
+export {
+  type KeptView,
+  MemoryStorage,
+  type MemoryStorageOptions,
+  memoryStorage,
+  type QueueStorage,
+  type StorageOptions,
+  type StreamStore,
+  type SyncStorage,
+} from "./storage.js";
 export { tokenSubject } from "./token.js";
 export type { ApiError, EntryStatus, ErrorBody, ErrorCode, ListedEvent, NewEvent, Page, QueueEntry, StoredEvent } from "./types.js";
 export { uuidv4 } from "./uuid.js";

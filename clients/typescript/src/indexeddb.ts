@@ -1,8 +1,11 @@
-import { type QueueStorage, requireUser, type StorageOptions } from "./storage.js";
+import { type KeptView, requireUser, type StorageOptions, type StreamStore, type SyncStorage } from "./storage.js";
 import type { QueueEntry } from "./types.js";
 
 const STORE = "entries";
 const BY_KEY = "by_key";
+/** The store of the kept view: one row, under VIEW_KEY. */
+const VIEWS = "view";
+const VIEW_KEY = "view";
 
 interface Row {
   seq?: number;
@@ -14,6 +17,8 @@ export interface IndexedDBStorageOptions extends StorageOptions {
   name?: string;
   /** The IndexedDB to use; the global one by default. */
   factory?: IDBFactory;
+  /** The Web Lock of the queue's drains; by default one per database. */
+  lockName?: string;
 }
 
 /**
@@ -23,7 +28,7 @@ export interface IndexedDBStorageOptions extends StorageOptions {
  * primary key), so list() is in insertion order; an index on the entry's
  * key finds a row to update or remove.
  */
-export class IndexedDBStorage implements QueueStorage {
+export class IndexedDBStorage implements StreamStore {
   readonly user: string;
   /** The database's name: the queue's name, ":", and the user, URI-encoded (so the user part has no ":"). */
   readonly database: string;
@@ -42,12 +47,19 @@ export class IndexedDBStorage implements QueueStorage {
     }
     this.#factory = factory;
     this.database = `${options.name ?? "sync-events-queue"}:${encodeURIComponent(this.user)}`;
-    this.lockName = `sync-events-queue:${this.database}`;
+    this.lockName = options.lockName ?? `sync-events-queue:${this.database}`;
     this.#db = new Promise((resolve, reject) => {
-      const open = factory.open(this.database, 1);
+      // Version 2 adds the kept view's store; a version 1 database keeps its queue.
+      const open = factory.open(this.database, 2);
       open.onupgradeneeded = () => {
-        const store = open.result.createObjectStore(STORE, { keyPath: "seq", autoIncrement: true });
-        store.createIndex(BY_KEY, "entry.key", { unique: true });
+        const db = open.result;
+        if (!db.objectStoreNames.contains(STORE)) {
+          const store = db.createObjectStore(STORE, { keyPath: "seq", autoIncrement: true });
+          store.createIndex(BY_KEY, "entry.key", { unique: true });
+        }
+        if (!db.objectStoreNames.contains(VIEWS)) {
+          db.createObjectStore(VIEWS);
+        }
       };
       open.onsuccess = () => {
         const db = open.result;
@@ -65,6 +77,14 @@ export class IndexedDBStorage implements QueueStorage {
 
   async add(entry: QueueEntry): Promise<void> {
     await this.#run("readwrite", (store) => store.add({ entry } satisfies Row));
+  }
+
+  async loadView(): Promise<KeptView | undefined> {
+    return (await this.#run("readonly", (store) => store.get(VIEW_KEY) as IDBRequest<KeptView | undefined>, VIEWS)) ?? undefined;
+  }
+
+  async saveView(view: KeptView): Promise<void> {
+    await this.#run("readwrite", (store) => store.put(view, VIEW_KEY), VIEWS);
   }
 
   async list(): Promise<QueueEntry[]> {
@@ -117,6 +137,7 @@ export class IndexedDBStorage implements QueueStorage {
    */
   async clear(): Promise<void> {
     await this.#run("readwrite", (store) => store.clear());
+    await this.#run("readwrite", (store) => store.clear(), VIEWS);
     this.#gone = "the queue's database was deleted (clear()): make a new IndexedDBStorage";
     (await this.#db).close();
     await new Promise<void>((resolve, reject) => {
@@ -141,11 +162,11 @@ export class IndexedDBStorage implements QueueStorage {
     return db;
   }
 
-  async #run<T>(mode: IDBTransactionMode, op: (store: IDBObjectStore) => IDBRequest<T>): Promise<T> {
+  async #run<T>(mode: IDBTransactionMode, op: (store: IDBObjectStore) => IDBRequest<T>, name = STORE): Promise<T> {
     const db = await this.#open();
     return new Promise<T>((resolve, reject) => {
-      const tx = db.transaction(STORE, mode);
-      const req = op(tx.objectStore(STORE));
+      const tx = db.transaction(name, mode);
+      const req = op(tx.objectStore(name));
       tx.oncomplete = () => resolve(req.result);
       tx.onerror = () => reject(tx.error);
       tx.onabort = () => reject(tx.error);
@@ -189,4 +210,30 @@ export class IndexedDBStorage implements QueueStorage {
       tx.onabort = () => reject(tx.error);
     });
   }
+}
+
+/** Where an indexedDBStorage keeps its databases: their names' start, and the IndexedDB. */
+export interface IndexedDBOptions {
+  /** The start of every database's name (default "sync-events"). */
+  name?: string;
+  factory?: IDBFactory;
+}
+
+/**
+ * A SyncStorage in the browser's IndexedDB: a database per user and stream
+ * ("<name>:<user>" for the user's own, "<name>-<stream>:<user>" for a
+ * space's), which every tab of the app shares; their queues drain under
+ * one Web Lock per user, so one tab drains at a time.
+ */
+export function indexedDBStorage(options: IndexedDBOptions = {}): SyncStorage {
+  const name = options.name ?? "sync-events";
+  return {
+    open: (user, stream) =>
+      new IndexedDBStorage({
+        user,
+        name: stream === "me" ? name : `${name}-${stream.replace(/:/g, "-")}`,
+        lockName: `sync-events:${name}:${encodeURIComponent(user)}`,
+        ...(options.factory ? { factory: options.factory } : {}),
+      }),
+  };
 }

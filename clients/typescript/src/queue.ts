@@ -181,9 +181,12 @@ export class SyncQueue {
    * limits, stamped with a new key before anything is sent.
    */
   async #nextBatch(pending: QueueEntry[]): Promise<QueueEntry[]> {
-    const formed = pending[0]?.batch;
-    if (formed !== undefined) {
-      return pending.filter((e) => e.batch === formed);
+    const [first] = pending;
+    if (first?.batch !== undefined) {
+      return pending.filter((e) => e.batch === first.batch);
+    }
+    if (first?.action === "delete") {
+      return [first];
     }
     const most = this.#o.space === undefined ? MAX_BATCH_EVENTS : MAX_SPACE_BATCH_EVENTS;
     const maxEvents = Math.min(this.#o.batch?.maxEvents ?? most, most);
@@ -192,7 +195,7 @@ export class SyncQueue {
     let bytes = '{"events":[]}'.length;
     for (const e of pending) {
       const size = encoder.encode(JSON.stringify(e.event)).length + 1;
-      if (e.batch !== undefined || group.length === maxEvents || (group.length > 0 && bytes + size > maxBytes)) {
+      if (e.batch !== undefined || e.action !== undefined || group.length === maxEvents || (group.length > 0 && bytes + size > maxBytes)) {
         break;
       }
       group.push(e);
@@ -209,11 +212,46 @@ export class SyncQueue {
 
   /** Sends entry alone until it is answered, and settles it; returns a reason to stop, if any. */
   async #send(entry: QueueEntry, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<DrainReport["stopped"]> {
-    const outcome = await this.#post(eventsURL(this.#o.baseUrl, this.#o.space), entry.key, JSON.stringify(entry.event), r, report, signal);
+    const url = eventsURL(this.#o.baseUrl, this.#o.space);
+    if (entry.action === "delete") {
+      url.pathname = `${url.pathname}/${encodeURIComponent(entry.event.id)}`;
+      const outcome = await this.#post(url, entry.key, undefined, r, report, signal);
+      if (outcome.kind === "stopped") {
+        return stopReason(outcome, report);
+      }
+      return this.#settleDelete(entry, outcome.response, outcome.body, report);
+    }
+    const outcome = await this.#post(url, entry.key, JSON.stringify(entry.event), r, report, signal);
     if (outcome.kind === "stopped") {
       return stopReason(outcome, report);
     }
     return this.#settle(entry, outcome.response, outcome.body, report);
+  }
+
+  /**
+   * Records what the server answered for a delete. 200: deleted (or, the
+   * header says, deleted by this key's first send). 409
+   * EVENT_ALREADY_DELETED: deleted already, by another request: what the
+   * entry asked for is done. A 403 SPACE_ROLE_FORBIDS is this entry's (a
+   * writer deleting another's event): kept, rejected, as any other refusal.
+   */
+  async #settleDelete(entry: QueueEntry, response: Response, body: unknown, report: DrainReport): Promise<DrainReport["stopped"]> {
+    const code = (body as Partial<ApiError> | null)?.error;
+    if (response.status === 200 || (response.status === 409 && code === "EVENT_ALREADY_DELETED")) {
+      await this.#o.storage.remove(entry.key);
+      if (response.status === 200 && response.headers.get("idempotent-replayed") !== "true") {
+        report.sent++;
+      } else {
+        report.replayed++;
+      }
+      return undefined;
+    }
+    if (response.status === 403 && code === "SPACE_ROLE_FORBIDS") {
+      await this.#o.storage.update({ ...entry, status: "rejected", error: { status: 403, body: body as ErrorBody } });
+      report.rejected++;
+      return undefined;
+    }
+    return this.#settle(entry, response, body, report);
   }
 
   /** Sends a batch until it is answered, and settles its entries; returns a reason to stop, if any. */
@@ -227,13 +265,20 @@ export class SyncQueue {
   }
 
   /**
-   * Sends body to url under key until answered. Each attempt asks for the
+   * Sends body to url under key until answered (POST; DELETE without a body). Each attempt asks for the
    * token afresh and checks it is for the storage's user before anything
    * is sent: the token may have changed during a backoff (a logout, a
    * login as someone else), and a queue of one user sent with another's
    * token would be stored in the other's account for good.
    */
-  #post(url: URL, key: string, body: string, r: Retrier, report: DrainReport, signal?: AbortSignal): Promise<Outcome<UserRefusal>> {
+  #post(
+    url: URL,
+    key: string,
+    body: string | undefined,
+    r: Retrier,
+    report: DrainReport,
+    signal?: AbortSignal,
+  ): Promise<Outcome<UserRefusal>> {
     const user = this.#o.storage.user;
     return sendUntilAnswered<UserRefusal>(
       async () => {
@@ -244,6 +289,9 @@ export class SyncQueue {
         }
         if (sub !== user) {
           return { refused: "wrong_user", error: "the token is another user's than the queue's: nothing is sent with it" };
+        }
+        if (body === undefined) {
+          return new Request(url, { method: "DELETE", headers: { authorization: `Bearer ${token}`, "idempotency-key": key } });
         }
         return new Request(url, {
           method: "POST",

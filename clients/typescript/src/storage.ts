@@ -26,6 +26,39 @@ export interface QueueStorage {
   readonly lockName?: string;
 }
 
+/**
+ * What a SyncClient keeps of one stream besides its queue: the app's state
+ * folded from the confirmed events, and the cursor it was folded to, saved
+ * together in one write so that a crash never leaves one without the
+ * other; and, in the user's own stream's, the spaces the client follows.
+ */
+export interface KeptView {
+  state: unknown;
+  cursor?: string;
+  spaces?: string[];
+}
+
+/**
+ * One stream's durable part, of one user: its queue (QueueStorage) and its
+ * kept view. clear() removes both.
+ */
+export interface StreamStore extends QueueStorage {
+  /** The view kept by the last saveView(), or undefined if none (or since clear()). */
+  loadView(): Promise<KeptView | undefined>;
+  /** Replaces the kept view, whole; it rejects if nothing was kept. */
+  saveView(view: KeptView): Promise<void>;
+}
+
+/**
+ * Where a SyncClient keeps what it must not lose: it opens a store per
+ * user and stream ("me", the user's own; "space:" and the id, a space's).
+ * memoryStorage(), indexedDBStorage() and sqliteStorage() make one; any
+ * other must pass the same contract (test/storage-contract.ts).
+ */
+export interface SyncStorage {
+  open(user: string, stream: string): StreamStore;
+}
+
 /** What a storage is made for: the user whose queue it holds. */
 export interface StorageOptions {
   /** The user: the `sub` of the tokens the queue is sent with. */
@@ -42,6 +75,8 @@ export interface MemoryStorageOptions extends StorageOptions {
    * default: the queue lives and dies with the object.
    */
   store?: Map<string, string>;
+  /** The stream within the user's (see SyncStorage); the user's queue of old if absent. */
+  stream?: string;
 }
 
 /**
@@ -51,16 +86,32 @@ export interface MemoryStorageOptions extends StorageOptions {
  * holds what a persistent storage would, serialised, and a new storage of
  * the same user over that store carries on.
  */
-export class MemoryStorage implements QueueStorage {
+export class MemoryStorage implements StreamStore {
   readonly user: string;
   readonly #store: Map<string, string>;
-  /** The start of every key of this user's entries in the store (URI-encoding leaves no newline). */
+  /**
+   * The start of every key of this user's entries in the store (URI-encoding
+   * leaves no newline or tab, so no prefix starts another).
+   */
   readonly #prefix: string;
+  /** The key of the kept view: \u0001 starts no URI-encoded user. */
+  readonly #view: string;
 
   constructor(options: MemoryStorageOptions) {
     this.user = requireUser(options);
     this.#store = options.store ?? new Map();
-    this.#prefix = `${encodeURIComponent(this.user)}\n`;
+    const stream = options.stream === undefined ? "" : `\t${encodeURIComponent(options.stream)}`;
+    this.#prefix = `${encodeURIComponent(this.user)}${stream}\n`;
+    this.#view = `\u0001${this.#prefix}`;
+  }
+
+  async loadView(): Promise<KeptView | undefined> {
+    const json = this.#store.get(this.#view);
+    return json === undefined ? undefined : (JSON.parse(json) as KeptView);
+  }
+
+  async saveView(view: KeptView): Promise<void> {
+    this.#store.set(this.#view, JSON.stringify(view));
   }
 
   async add(entry: QueueEntry): Promise<void> {
@@ -111,7 +162,18 @@ export class MemoryStorage implements QueueStorage {
         this.#store.delete(k);
       }
     }
+    this.#store.delete(this.#view);
   }
+}
+
+/**
+ * A SyncStorage in memory: what the client keeps lives as long as `store`
+ * (a fresh Map by default, so as long as the storage). Give one Map to
+ * the storages of two clients to have the second find what the first
+ * kept, as after a reload.
+ */
+export function memoryStorage(store: Map<string, string> = new Map()): SyncStorage {
+  return { open: (user, stream) => new MemoryStorage({ user, stream, store }) };
 }
 
 /** The user of a storage's options, or a TypeError saying what is missing. */

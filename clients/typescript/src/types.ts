@@ -39,4 +39,11 @@ export interface QueueEntry {
    * batch, until the batch is answered.
    */
   batch?: string;
+  /**
+   * "delete": the entry deletes the event named by event.id (DELETE
+   * /events/{id}, alone, under the entry's key); its event is the notice
+   * the stream will carry, type "event.deleted" and payload { id }. Absent:
+   * the entry sends its event.
+   */
+  action?: "delete";
 }
