@@ -15,16 +15,18 @@ if (user === undefined) {
   throw new Error("SYNC_EVENTS_TOKEN is no JWT with a sub: the client could not tell whose notes these are");
 }
 
-/** One event into a stream's notes: the client folds the confirmed events, then the pending writes on top. */
+/**
+ * One event into a stream's notes: the client folds the confirmed events,
+ * then the pending writes on top, each time into a copy of its own, so
+ * the notes may be changed in place.
+ */
 function reduce(notes: Notes, e: SyncEvent): Notes {
   if (e.kind === "deleted") {
-    const { [e.id]: _, ...rest } = notes;
-    return rest;
+    Reflect.deleteProperty(notes, e.id);
+  } else if (e.type === "note.created") {
+    notes[e.id] = { text: String(e.payload.text), at: e.occurredAt, author: e.author, pending: e.pending };
   }
-  if (e.type !== "note.created") {
-    return notes; // a space's membership events, say
-  }
-  return { ...notes, [e.id]: { text: String(e.payload.text), at: e.occurredAt, author: e.author, pending: e.pending } };
+  return notes; // other types (a space's membership events) change nothing
 }
 
 // The one client: the queues, pulls, live channels and kept notes of the

@@ -103,9 +103,11 @@ export interface SyncClientOptions<S> {
   /** The state before any event, for each stream. */
   initial: S;
   /**
-   * Folds one event into the state, returning the new one without changing
-   * the one given (it is folded again under the pending writes). It must
-   * be JSON, as it is kept in the storage; if it throws, the stream stops.
+   * Folds one event into the state and returns it: the state given is a
+   * copy the client made for this fold (one per page, and one under the
+   * pending writes), so reduce may change it in place and return it, or
+   * return a new one. It must be JSON, as it is kept in the storage; if
+   * reduce throws, the stream stops.
    */
   reduce: (state: S, event: SyncEvent) => S;
   /** Where to keep queues, states and cursors: IndexedDB where there is one, else memory (nothing survives a restart). */
@@ -383,6 +385,8 @@ class Stream<S> {
   #sent: QueueEntry[] = [];
   #stopped: { reason: StopReason; error?: string } | undefined;
   #sending = 0; // drains running
+  /** For each drain running: the ids pulls brought meanwhile, which an entry it settles needs no more on top. */
+  readonly #pulledDuring = new Set<Set<string>>();
   #synced = false;
   #error: string | undefined;
 
@@ -489,7 +493,11 @@ class Stream<S> {
 
   /** LiveSync's pull: send what is queued, then pull; resolves to the cursor reached. */
   async #sync(signal: AbortSignal): Promise<string | undefined> {
-    await this.#drain(signal);
+    // Writes start their own drain: a pull drains first only what is still
+    // pending (after a restart, or a drain that stopped), so a poke costs a pull alone.
+    if (this.#entries.some((e) => e.status === "pending")) {
+      await this.#drain(signal);
+    }
     if (this.#stopped === undefined) {
       await this.#pull(signal);
     }
@@ -502,16 +510,19 @@ class Stream<S> {
     const sending = before.some((e) => e.status === "pending") ? 1 : 0;
     this.#sending += sending;
     this.#render();
+    const pulled = new Set<string>();
+    this.#pulledDuring.add(pulled);
     let report: DrainReport;
     try {
       report = await this.#queue.drain({ signal });
     } finally {
       this.#sending -= sending;
+      this.#pulledDuring.delete(pulled);
     }
     const after = await this.store.list();
     const kept = new Set(after.map((e) => e.key));
     const held = new Set(this.#sent.map((e) => e.key));
-    const answered = before.filter((e) => e.status === "pending" && !kept.has(e.key) && !held.has(e.key));
+    const answered = before.filter((e) => e.status === "pending" && !kept.has(e.key) && !held.has(e.key) && !pulled.has(e.event.id));
     this.#sent = [...this.#sent, ...answered];
     this.#entries = after;
     this.#error = report.stopped === undefined || report.stopped === "offline" ? undefined : (report.error ?? report.stopped);
@@ -542,7 +553,7 @@ class Stream<S> {
       },
     });
     for await (const page of pull.pages()) {
-      let state = this.#confirmed;
+      let state = copy(this.#confirmed);
       try {
         for (const ev of page.events) {
           state = o.reduce(state, syncEvent(ev, false));
@@ -556,6 +567,11 @@ class Stream<S> {
       this.#cursor = page.cursor;
       await this.#save();
       this.#sent = this.#sent.filter((e) => !seen.has(e.event.id));
+      for (const during of this.#pulledDuring) {
+        for (const id of seen) {
+          during.add(id);
+        }
+      }
       this.#render();
     }
     this.#synced = true;
@@ -587,7 +603,7 @@ class Stream<S> {
   /** Folds the pending writes over the confirmed state and tells the client. */
   #render(): void {
     const pending = [...this.#sent, ...this.#entries.filter((e) => e.status === "pending")];
-    let state = this.#confirmed;
+    let state = pending.length === 0 ? this.#confirmed : copy(this.#confirmed);
     try {
       for (const e of pending) {
         state = this.#o.reduce(state, localEvent(e, this.space === undefined ? undefined : this.#o.user));
@@ -621,7 +637,8 @@ class Stream<S> {
     if (this.#sending > 0) {
       return { kind: "sending", ...error };
     }
-    const waiting = this.#entries.some((e) => e.status === "pending");
+    // Sent but not pulled back yet: not synced, as the confirmed state lacks it.
+    const waiting = this.#sent.length > 0 || this.#entries.some((e) => e.status === "pending");
     return { kind: this.#synced && !waiting && this.#error === undefined ? "synced" : "online", ...error };
   }
 }
@@ -641,6 +658,15 @@ function queueStop(report: DrainReport): StopReason | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * A deep copy of a state, for reduce to change: by JSON, which the state
+ * is anyway (it is kept so), and which every browser of the floor has
+ * (structuredClone came later).
+ */
+function copy<S>(state: S): S {
+  return state === undefined ? state : (JSON.parse(JSON.stringify(state)) as S);
 }
 
 function syncEvent(ev: ListedEvent, pending: boolean): SyncEvent {

@@ -221,6 +221,27 @@ describe("createSyncClient", () => {
     );
   });
 
+  it("a reduce that changes the state in place changes only its copy: the confirmed state never holds a pending write", async () => {
+    const user = `client-${crypto.randomUUID()}`;
+    const phone = device(user);
+    const inPlace = (s: Notes, e: SyncEvent): Notes => {
+      if (e.kind === "event") {
+        s[e.id] = String(e.payload.text);
+      }
+      return s;
+    };
+    const app = phone.client({ reduce: inPlace });
+    await app.write("note.created", { text: "sent" });
+    await until(app, (s) => s.status.kind === "synced", "synced");
+    const confirmed = app.state.mine.confirmed;
+    phone.setOnline(false);
+    await app.write("note.created", { text: "pending" });
+    await app.write("note.created", { text: "pending too" });
+    assert.deepEqual(texts(app.state.mine.state), ["pending", "pending too", "sent"]);
+    assert.deepEqual(texts(app.state.mine.confirmed), ["sent"]);
+    assert.equal(app.state.mine.confirmed, confirmed, "the very object, unchanged");
+  });
+
   it("a reducer that throws stops the stream's view with reducer_failed and loses no queued write", async () => {
     const user = `client-${crypto.randomUUID()}`;
     const phone = device(user);
