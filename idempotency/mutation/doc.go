@@ -32,4 +32,10 @@
 // envelope and the answers; it knows nothing of the database, which the
 // flow's Store is (package dynamodbstore for DynamoDB), nor of routing,
 // which API Gateway, http.ServeMux or the application does.
+//
+// W is the store's write type. A service on DynamoDB names none: package
+// dynamodbstore's NewRunner, Runner, Mutation and Plan are this package's
+// with types.TransactWriteItem filled in. The examples (a Lambda handler,
+// net/http, a REST API, Options) are in example_test.go, which go doc does
+// not print.
 package mutation

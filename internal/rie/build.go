@@ -9,9 +9,12 @@ import (
 )
 
 // Build builds, into dir, the bootstrap of the function package pkg (a
-// directory, with the Lambda build's flags, for this machine) and
-// aws-lambda-rie (pinned in the module's tools/go.mod), and returns their
-// paths.
+// directory, with the Lambda build's tags and without cgo, for this
+// machine) and aws-lambda-rie (pinned in the module's tools/go.mod), and
+// returns their paths. It leaves out -trimpath, which changes nothing a
+// test sees and would compile every dependency again beside the test's
+// own build: with CGO_ENABLED=0 in the test's environment too (make test
+// sets it), the two builds share the build cache.
 func Build(dir, pkg string) (bootstrap, emulator string, _ error) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -23,7 +26,7 @@ func Build(dir, pkg string) (bootstrap, emulator string, _ error) {
 		{pkg, bootstrap, "."},
 		{filepath.Join(root, "tools"), emulator, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"},
 	} {
-		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", b.out, b.pkg)
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-o", b.out, b.pkg)
 		cmd.Dir, cmd.Env = b.dir, append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("build %s: %w\n%s", b.pkg, err, out)

@@ -26,8 +26,10 @@ const check = (ok, what) => {
 };
 
 check(shipped.has("README.md"), "README.md is in the package");
-for (const [cond, target] of Object.entries(pkg.exports["."])) {
-  check(shipped.has(normalize(target)), `exports["."].${cond} (${target}) is in the package`);
+for (const [path, conds] of Object.entries(pkg.exports)) {
+  for (const [cond, target] of Object.entries(conds)) {
+    check(shipped.has(normalize(target)), `exports["${path}"].${cond} (${target}) is in the package`);
+  }
 }
 
 const maps = [...shipped].filter((f) => f.endsWith(".js.map"));
@@ -55,10 +57,11 @@ check(/ES modules only/.test(readme), "README states the module format: ES modul
 // The syntax floor: esbuild, by its own tables of what each browser
 // version supports, finds nothing in the shipped code to rewrite for the
 // floor, and something one version below it.
-const bundle = async (target) => {
+const bundle = async (target, entry = "dist/index.js") => {
   try {
     const out = await build({
-      entryPoints: ["dist/index.js"],
+      entryPoints: [entry],
+      external: ["react"],
       bundle: true,
       minify: true,
       format: "esm",
@@ -78,7 +81,16 @@ for (const [b, v] of Object.entries(FLOOR)) {
   check(!Buffer.from(await bundle([`${b}${v - 1}`])).equals(Buffer.from(asShipped)), `but not on ${b}${v - 1}: the floor is the lowest`);
 }
 check(readme.includes(FLOOR_TEXT), `README states the floor: ${FLOOR_TEXT}`);
-console.log(`dist/index.js bundled and minified: ${asShipped.length} bytes; gzipped: ${gzipSync(asShipped, { level: 9 }).length} bytes`);
+// The weight in an app, minified and gzipped, each entry point with what
+// it imports of the package (react is the app's), under a bound: a new
+// part that makes the client much heavier is a decision, not a drift.
+const BOUNDS = { "dist/index.js": 14_000, "dist/react.js": 600, "dist/sqlite.js": 2_000 };
+for (const [entry, bound] of Object.entries(BOUNDS)) {
+  const min = await bundle("esnext", entry);
+  const gz = gzipSync(min, { level: 9 }).length;
+  console.log(`${entry} bundled and minified: ${min.length} bytes; gzipped: ${gz} bytes (bound ${bound})`);
+  check(min.length > 0 && gz <= bound, `${entry}: ${gz} bytes gzipped, at most ${bound}`);
+}
 
 console.log(`${pack.filename}: ${pack.files.length} files, ${pack.size} bytes packed, ${pack.unpackedSize} unpacked`);
 if (failures.length > 0) {

@@ -79,6 +79,8 @@ export interface StreamView<S> {
   writes: readonly PendingWrite[];
   /** Whether what the device kept has been read: false only for a moment after creation. */
   loaded: boolean;
+  /** The live channel: "live" (pokes heard), "polling" (it is unavailable, or none), "connecting", "offline", "stopped". */
+  channel: LiveState["kind"];
 }
 
 /** The client's state: replaced, never changed, so a reference tells a change. */
@@ -101,9 +103,11 @@ export interface SyncClientOptions<S> {
   /** The state before any event, for each stream. */
   initial: S;
   /**
-   * Folds one event into the state, returning the new one without changing
-   * the one given (it is folded again under the pending writes). It must
-   * be JSON, as it is kept in the storage; if it throws, the stream stops.
+   * Folds one event into the state and returns it: the state given is a
+   * copy the client made for this fold (one per page, and one under the
+   * pending writes), so reduce may change it in place and return it, or
+   * return a new one. It must be JSON, as it is kept in the storage; if
+   * reduce throws, the stream stops.
    */
   reduce: (state: S, event: SyncEvent) => S;
   /** Where to keep queues, states and cursors: IndexedDB where there is one, else memory (nothing survives a restart). */
@@ -175,12 +179,17 @@ export function createSyncClient<S>(options: SyncClientOptions<S>): SyncClient<S
   return new Client(options);
 }
 
-/** Where this runtime lacks what the client needs, a message that says what to add; undefined if nothing. */
-function missingFeature(): string | undefined {
+/**
+ * What this runtime lacks of what the client needs, as a message saying
+ * what to add; undefined if nothing. The rest is optional and detected
+ * where used: IndexedDB (else memory), Web Locks (else one drain at a time
+ * per client), crypto.randomUUID (else getRandomValues), WebSocket (else polling).
+ */
+function missingFeature(o: { fetch?: Fetch }): string | undefined {
   if (typeof globalThis.crypto?.getRandomValues !== "function") {
     return "no crypto.getRandomValues here, which the client's keys (UUID v4) need: on React Native, import 'react-native-get-random-values' first";
   }
-  if (typeof globalThis.fetch !== "function") {
+  if (o.fetch === undefined && typeof globalThis.fetch !== "function") {
     return "no fetch here: pass options.fetch";
   }
   return undefined;
@@ -196,8 +205,8 @@ class Client<S> implements SyncClient<S> {
   #closed = false;
 
   constructor(options: SyncClientOptions<S>) {
-    const missing = missingFeature();
-    if (missing !== undefined && options.fetch === undefined) {
+    const missing = missingFeature(options);
+    if (missing !== undefined) {
       throw new Error(missing);
     }
     if (typeof options.user !== "string" || options.user === "") {
@@ -376,6 +385,8 @@ class Stream<S> {
   #sent: QueueEntry[] = [];
   #stopped: { reason: StopReason; error?: string } | undefined;
   #sending = 0; // drains running
+  /** For each drain running: the ids pulls brought meanwhile, which an entry it settles needs no more on top. */
+  readonly #pulledDuring = new Set<Set<string>>();
   #synced = false;
   #error: string | undefined;
 
@@ -388,7 +399,7 @@ class Stream<S> {
     this.#changed = changed;
     this.#online = o.online ?? (() => globalThis.navigator?.onLine !== false);
     this.#confirmed = o.initial;
-    this.view = { state: o.initial, confirmed: o.initial, status: { kind: "online" }, writes: [], loaded: false };
+    this.view = { state: o.initial, confirmed: o.initial, status: { kind: "online" }, writes: [], loaded: false, channel: "stopped" };
     const common = { baseUrl: o.baseUrl, getToken: o.getToken, ...(o.fetch && { fetch: o.fetch }), ...(o.retry && { retry: o.retry }) };
     this.#queue = new SyncQueue({ ...common, storage: store, ...(space && { space }), ...(o.online && { online: o.online }) });
     this.#live = new LiveSync({
@@ -482,7 +493,11 @@ class Stream<S> {
 
   /** LiveSync's pull: send what is queued, then pull; resolves to the cursor reached. */
   async #sync(signal: AbortSignal): Promise<string | undefined> {
-    await this.#drain(signal);
+    // Writes start their own drain: a pull drains first only what is still
+    // pending (after a restart, or a drain that stopped), so a poke costs a pull alone.
+    if (this.#entries.some((e) => e.status === "pending")) {
+      await this.#drain(signal);
+    }
     if (this.#stopped === undefined) {
       await this.#pull(signal);
     }
@@ -495,16 +510,19 @@ class Stream<S> {
     const sending = before.some((e) => e.status === "pending") ? 1 : 0;
     this.#sending += sending;
     this.#render();
+    const pulled = new Set<string>();
+    this.#pulledDuring.add(pulled);
     let report: DrainReport;
     try {
       report = await this.#queue.drain({ signal });
     } finally {
       this.#sending -= sending;
+      this.#pulledDuring.delete(pulled);
     }
     const after = await this.store.list();
     const kept = new Set(after.map((e) => e.key));
     const held = new Set(this.#sent.map((e) => e.key));
-    const answered = before.filter((e) => e.status === "pending" && !kept.has(e.key) && !held.has(e.key));
+    const answered = before.filter((e) => e.status === "pending" && !kept.has(e.key) && !held.has(e.key) && !pulled.has(e.event.id));
     this.#sent = [...this.#sent, ...answered];
     this.#entries = after;
     this.#error = report.stopped === undefined || report.stopped === "offline" ? undefined : (report.error ?? report.stopped);
@@ -535,7 +553,7 @@ class Stream<S> {
       },
     });
     for await (const page of pull.pages()) {
-      let state = this.#confirmed;
+      let state = copy(this.#confirmed);
       try {
         for (const ev of page.events) {
           state = o.reduce(state, syncEvent(ev, false));
@@ -549,6 +567,11 @@ class Stream<S> {
       this.#cursor = page.cursor;
       await this.#save();
       this.#sent = this.#sent.filter((e) => !seen.has(e.event.id));
+      for (const during of this.#pulledDuring) {
+        for (const id of seen) {
+          during.add(id);
+        }
+      }
       this.#render();
     }
     this.#synced = true;
@@ -580,7 +603,7 @@ class Stream<S> {
   /** Folds the pending writes over the confirmed state and tells the client. */
   #render(): void {
     const pending = [...this.#sent, ...this.#entries.filter((e) => e.status === "pending")];
-    let state = this.#confirmed;
+    let state = pending.length === 0 ? this.#confirmed : copy(this.#confirmed);
     try {
       for (const e of pending) {
         state = this.#o.reduce(state, localEvent(e, this.space === undefined ? undefined : this.#o.user));
@@ -598,6 +621,7 @@ class Stream<S> {
       status: this.#status(),
       writes: this.#entries.map(pendingWrite),
       loaded: true,
+      channel: this.#live.state.kind,
     };
     this.#changed();
   }
@@ -613,7 +637,8 @@ class Stream<S> {
     if (this.#sending > 0) {
       return { kind: "sending", ...error };
     }
-    const waiting = this.#entries.some((e) => e.status === "pending");
+    // Sent but not pulled back yet: not synced, as the confirmed state lacks it.
+    const waiting = this.#sent.length > 0 || this.#entries.some((e) => e.status === "pending");
     return { kind: this.#synced && !waiting && this.#error === undefined ? "synced" : "online", ...error };
   }
 }
@@ -633,6 +658,15 @@ function queueStop(report: DrainReport): StopReason | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * A deep copy of a state, for reduce to change: by JSON, which the state
+ * is anyway (it is kept so), and which every browser of the floor has
+ * (structuredClone came later).
+ */
+function copy<S>(state: S): S {
+  return state === undefined ? state : (JSON.parse(JSON.stringify(state)) as S);
 }
 
 function syncEvent(ev: ListedEvent, pending: boolean): SyncEvent {

@@ -1,7 +1,10 @@
+// @sync-events/client: the one client object, its state and storages.
+// The parts it is made of (SyncQueue, pullEvents, LiveSync, …) are at
+// @sync-events/client/parts; sqliteStorage at /sqlite; the React hook at /react.
 export {
   createSyncClient,
   type PendingWrite,
-  type StopReason as SyncStopReason,
+  type StopReason,
   type StreamView,
   type SyncClient,
   type SyncClientOptions,
@@ -9,48 +12,8 @@ export {
   type SyncState,
   type SyncStatus,
 } from "./client.js";
-export type { StopReason } from "./http.js";
-export { type IndexedDBOptions, IndexedDBStorage, type IndexedDBStorageOptions, indexedDBStorage } from "./indexeddb.js";
-export { type LiveChannel, type LiveState, type LiveStopReason, LiveSync, type LiveSyncOptions, type PollReason } from "./live.js";
-export { deletedId, EventPull, isCursorExpired, PullError, type PullOptions, PullStopped, pullEvents } from "./pull.js";
-export {
-  type DrainReport,
-  MAX_BATCH_EVENTS,
-  MAX_SPACE_BATCH_EVENTS,
-  type QueueStopReason,
-  SyncQueue,
-  type SyncQueueOptions,
-} from "./queue.js";
-export type { RetryOptions } from "./retry.js";
-export {
-  addMember,
-  createSpace,
-  type DeletedEvent,
-  deleteEvent,
-  leaveSpace,
-  listSpaces,
-  type MutationOptions,
-  type RemovedMember,
-  type Role,
-  removeMember,
-  type Space,
-  SpaceError,
-  type SpaceMember,
-  type SpaceOptions,
-  SpaceStopped,
-  type SpaceStopReason,
-} from "./spaces.js";
-export {
-  type KeptView,
-  MemoryStorage,
-  type MemoryStorageOptions,
-  memoryStorage,
-  type QueueStorage,
-  type StorageOptions,
-  type StreamStore,
-  type SyncStorage,
-} from "./storage.js";
+export { indexedDBStorage } from "./indexeddb.js";
+export type { LiveChannel } from "./live.js";
+export { type Role, type Space, SpaceError, SpaceStopped } from "./spaces.js";
+export { type KeptView, memoryStorage, type StreamStore, type SyncStorage } from "./storage.js";
 export { tokenSubject } from "./token.js";
-export type { ApiError, EntryStatus, ErrorBody, ErrorCode, ListedEvent, NewEvent, Page, QueueEntry, StoredEvent } from "./types.js";
-export { uuidv4 } from "./uuid.js";
-export { EventWriter } from "./writer.js";

@@ -94,6 +94,48 @@ async function listed(user: string, space?: string): Promise<ListedEvent[]> {
 
 const texts = (s: Notes) => Object.values(s).sort();
 
+describe("createSyncClient where the browser's APIs are missing (Node.js: no IndexedDB, no Web Locks)", () => {
+  it("without crypto.randomUUID, keys come from getRandomValues; without a storage given, it keeps memory", async () => {
+    const user = `bare-${crypto.randomUUID()}`;
+    assert.equal(typeof (globalThis as { indexedDB?: unknown }).indexedDB, "undefined");
+    assert.equal((globalThis as { navigator?: { locks?: unknown } }).navigator?.locks, undefined);
+    const randomUUID = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(crypto), "randomUUID");
+    Object.defineProperty(crypto, "randomUUID", { value: undefined, configurable: true });
+    try {
+      const app = createSyncClient<Notes>({
+        baseUrl: service.url,
+        user,
+        getToken: () => localToken(user),
+        initial: {},
+        reduce,
+        pollIntervalMs: 100,
+      });
+      after(() => app.close());
+      const w = await app.write("note.created", { text: "bare" });
+      assert.match(w.key, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      await until(app, (s) => s.status.kind === "synced" && w.id in s.mine.confirmed, "synced");
+    } finally {
+      delete (crypto as { randomUUID?: unknown }).randomUUID;
+      assert.equal(typeof crypto.randomUUID, "function", `restored ${randomUUID ? "from the prototype" : ""}`);
+    }
+    assert.equal((await listed(user)).length, 1);
+  });
+
+  it("without crypto.getRandomValues (React Native as it comes), refuses to start, saying what to add", () => {
+    const original = globalThis.crypto;
+    Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true });
+    try {
+      assert.throws(
+        () =>
+          createSyncClient<Notes>({ baseUrl: service.url, user: "u", getToken: () => "", initial: {}, reduce, storage: memoryStorage() }),
+        /react-native-get-random-values/,
+      );
+    } finally {
+      Object.defineProperty(globalThis, "crypto", { value: original, configurable: true });
+    }
+  });
+});
+
 describe("createSyncClient", () => {
   it("shows writes made offline at once, sends each once when online, and another device's state gets them", async () => {
     const user = `client-${crypto.randomUUID()}`;
@@ -177,6 +219,27 @@ describe("createSyncClient", () => {
       (await listed(user)).map((e) => e.payload.text),
       ["kept", "written, never sent"],
     );
+  });
+
+  it("a reduce that changes the state in place changes only its copy: the confirmed state never holds a pending write", async () => {
+    const user = `client-${crypto.randomUUID()}`;
+    const phone = device(user);
+    const inPlace = (s: Notes, e: SyncEvent): Notes => {
+      if (e.kind === "event") {
+        s[e.id] = String(e.payload.text);
+      }
+      return s;
+    };
+    const app = phone.client({ reduce: inPlace });
+    await app.write("note.created", { text: "sent" });
+    await until(app, (s) => s.status.kind === "synced", "synced");
+    const confirmed = app.state.mine.confirmed;
+    phone.setOnline(false);
+    await app.write("note.created", { text: "pending" });
+    await app.write("note.created", { text: "pending too" });
+    assert.deepEqual(texts(app.state.mine.state), ["pending", "pending too", "sent"]);
+    assert.deepEqual(texts(app.state.mine.confirmed), ["sent"]);
+    assert.equal(app.state.mine.confirmed, confirmed, "the very object, unchanged");
   });
 
   it("a reducer that throws stops the stream's view with reducer_failed and loses no queued write", async () => {

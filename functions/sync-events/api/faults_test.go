@@ -69,6 +69,7 @@ func TestFaultsConvergeToOneEvent(t *testing.T) {
 				}
 				if first.Status == 503 {
 					wantAllOrNothing(hs, key, id, tt.committed)
+					wantWording(t, first.Body, tt.committed)
 				}
 				final := hs.RetryingSend(rec, "alice", key, id, body, 5)
 				if final.Status != 201 {
@@ -79,6 +80,20 @@ func TestFaultsConvergeToOneEvent(t *testing.T) {
 		}
 	}
 	t.Logf("faults injected into TransactWriteItems, by kind: %v", injected)
+}
+
+// wantWording checks that a 503 never overstates: after a commit that
+// may have been applied it must not say that nothing was stored.
+func wantWording(t *testing.T, body string, committed bool) {
+	t.Helper()
+	switch maybe := strings.Contains(body, "may have been stored"); {
+	case committed && !maybe:
+		t.Errorf("after a commit that was applied the 503 says %s; want that the change may have been stored", body)
+	case strings.Contains(body, "nothing was stored") && maybe:
+		t.Errorf("the 503 says both: %s", body)
+	case !maybe && !strings.Contains(body, "nothing was stored"):
+		t.Errorf("the 503 says neither what may have been stored nor that nothing was: %s", body)
+	}
 }
 
 // wantAllOrNothing checks that the event and its ledger record are either

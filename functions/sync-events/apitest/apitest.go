@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +32,6 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/metrics"
-	"github.com/sync-events/sync-events/openapi"
 )
 
 // Harness is the real handler on a real DynamoDB-compatible backend: one
@@ -243,19 +241,6 @@ func (hs *Harness) Do(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTT
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")
 	return s[strings.LastIndexByte(s, '\n')+1:]
-}
-
-// CheckContract holds an exchange to openapi.yaml: every request a test
-// sends through the handler, and every answer, is checked against it.
-func CheckContract(t testing.TB, req events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) {
-	t.Helper()
-	c, err := openapi.Load()
-	if err == nil {
-		err = c.Check(api.RequestPath(&req), req, resp)
-	}
-	if err != nil && !errors.Is(err, openapi.ErrNotHTTP) {
-		t.Errorf("contract: %v", err)
-	}
 }
 
 // Post posts body for user under key.

@@ -21,21 +21,30 @@
 // a page short or take the items out of a failed transaction's reasons.
 //
 // A mutation's first test, with a lost answer retried from a fresh
-// execution environment (see docs/exactly-once.md for the whole file):
+// execution environment. patchTask is the service's dynamodbstore.Mutation
+// and tasksTable its table's CreateTableInput; req is the PATCH as API
+// Gateway sends it (kit_test.go, beside this file, is the whole test with
+// them):
 //
 //	b := dynamotest.Start(t)
-//	ledger := b.LedgerTable(t)
-//	notes := b.CreateTable(t, notesTable("notes"), nil)
-//	// Every attempt the SDK makes is applied, and its answer lost.
-//	b.Transport.LoseAnswers("TransactWriteItems", 3)
-//	first := newService(b.Client, notes, ledger).Handle(ctx, patch(key, body))
-//	// 503: "... may have been stored; retrying with the same Idempotency-Key is safe"
+//	ledger, tasks := b.LedgerTable(t), b.CreateTable(t, tasksTable, nil)
+//	handler := func() mutation.HTTPAPIHandler { // a fresh runner: a fresh environment
+//		runner := dynamodbstore.NewRunner(b.Client, ledger, idempotency.Options{}, mutation.Options{})
+//		return runner.HTTPAPI(patchTask(tasks), nil)
+//	}
+//	b.Transport.LoseAnswers("TransactWriteItems", 3) // every SDK attempt applied, its answer lost
+//	first, _ := handler()(ctx, req)
+//	// first: 503 "... the change may have been stored: retrying with the same Idempotency-Key is safe"
 //	b.Transport.Reset()
-//	again := newService(b.Client, notes, ledger).Handle(ctx, patch(key, body))
-//	// 200, Idempotent-Replayed: true, the body of the one commit
+//	again, _ := handler()(ctx, req)
+//	// again: 200, Idempotent-Replayed: true, the answer of the one commit
 //
 // The kit links kumo, which a Lambda binary must not carry (megabytes and
 // start-up time): import it from _test.go files only. A test of
 // sync-events' own holds that its functions' dependency lists leave it
 // out; a team's build can do the same with go list -deps.
+//
+// The kit's own tests (kit_test.go) are a mutation's whole first test file,
+// and ExampleTransport_LoseAnswers (example_test.go, which go doc does not
+// print) wires the transport without a test.
 package dynamotest

@@ -107,6 +107,12 @@ func TestLostAnswerRetriedFromAFreshHandler(t *testing.T) {
 	if first.StatusCode != 503 || !strings.Contains(first.Body, "may have been stored") || strings.Contains(first.Body, "nothing was stored") {
 		t.Fatalf("first answer %d %s, want a 503 that says the change may have been stored", first.StatusCode, first.Body)
 	}
+	// The first attempt committed; the SDK's two retries found the key's
+	// record and failed their condition. Succeeded counts what took
+	// effect, lost answer or not.
+	if n := b.Transport.Succeeded("TransactWriteItems"); n != 1 {
+		t.Errorf("%d TransactWriteItems took effect, want the first attempt's 1", n)
+	}
 	b.Transport.Reset()
 	again, _ := handler(b, ledger, tasks)(ctx, patch(id, key))
 	if again.StatusCode != 200 || again.Headers[mutation.ReplayedHeader] != "true" || again.Body != `{"id":"`+id+`","version":2}` {

@@ -143,8 +143,9 @@ func (t *Transport) Calls() map[string]int {
 	return out
 }
 
-// Succeeded is the number of calls of op that DynamoDB answered 200: for a
-// write, the number that took effect.
+// Succeeded is the number of calls of op that DynamoDB answered 200,
+// whether or not the answer then reached the caller (a LostAnswer's
+// does not): for a write, the number that took effect.
 func (t *Transport) Succeeded(op string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -194,14 +195,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		break
 	}
 	t.mu.Unlock()
+	base := counted{t, op}
 	if fault == nil {
-		resp, err := t.base.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusOK {
-			t.mu.Lock()
-			t.ok[op]++
-			t.mu.Unlock()
-		}
-		return resp, err
+		return base.RoundTrip(req)
 	}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	switch fault.Kind {
@@ -211,21 +207,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.mu.Unlock()
 		select {
 		case <-time.After(hold):
-			return t.base.RoundTrip(req)
+			return base.RoundTrip(req)
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
 		}
 	case ShortPage:
-		return shortPage(t.base, req, fault.KeyNames)
+		return shortPage(base, req, fault.KeyNames)
 	case NoOldItems:
-		return withoutOldItems(t.base, req)
+		return withoutOldItems(base, req)
 	case Refused:
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	case LostAnswer, StalledAnswer:
-		resp, err := t.base.RoundTrip(req.WithContext(context.WithoutCancel(req.Context())))
+		resp, err := base.RoundTrip(req.WithContext(context.WithoutCancel(req.Context())))
 		if err == nil {
 			io.Copy(io.Discard, resp.Body) //nolint:errcheck // the answer is thrown away on purpose
 			resp.Body.Close()
@@ -319,4 +315,21 @@ func shortPage(base http.RoundTripper, req *http.Request, keyNames []string) (*h
 	resp.Header.Del("X-Amz-Crc32") // the body changed
 	resp.Header.Set("Content-Length", fmt.Sprint(len(body)))
 	return resp, nil
+}
+
+// counted sends a call on and counts it for op if DynamoDB answered 200,
+// before any fault drops the answer.
+type counted struct {
+	t  *Transport
+	op string
+}
+
+func (c counted) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.t.base.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusOK {
+		c.t.mu.Lock()
+		c.t.ok[c.op]++
+		c.t.mu.Unlock()
+	}
+	return resp, err
 }

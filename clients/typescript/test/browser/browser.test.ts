@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import type * as Client from "../../src/index.js";
+import type * as Client from "../../src/parts.js";
 import { FaultProxy, type FaultProxyOptions } from "../fault-proxy.js";
 import { localToken, startService } from "../server.js";
 import { clientBundle, INSECURE_HOST, launch, servePage, storedIds } from "./harness.js";

@@ -40,10 +40,10 @@ export function launch(secureOrigins: string[] = []): Promise<Browser> {
   });
 }
 
-/** The client's source bundled for a page, as an ES module, with an inline source map. */
+/** The client's parts (src/parts.ts) bundled for a page, as an ES module, with an inline source map. */
 export async function clientBundle(): Promise<string> {
   const out = await build({
-    entryPoints: [resolve(import.meta.dirname, "../../../src/index.ts")],
+    entryPoints: [resolve(import.meta.dirname, "../../../src/parts.ts")],
     bundle: true,
     format: "esm",
     target: "es2022",
