@@ -1,0 +1,120 @@
+package dev.syncevents
+
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.withContext
+import kotlinx.serialization.json.Json
+import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.booleanOrNull
+import okhttp3.HttpUrl.Companion.toHttpUrl
+import okhttp3.OkHttpClient
+import okhttp3.Request
+import java.io.IOException
+
+/** What a pull delivers: a stored event, or word that one was deleted (a tombstone or an `event.deleted` notice). */
+public sealed interface SyncEvent {
+    /** The event's id. */
+    public val id: String
+
+    /** A stored event, as the server lists it. */
+    public data class Event(
+        override val id: String,
+        val type: String,
+        val occurredAt: String,
+        val payload: JsonObject,
+        /** On a space's events, the writer's `sub`. */
+        val author: String?,
+    ) : SyncEvent
+
+    /** The event [id] was deleted: drop it. */
+    public data class Deleted(override val id: String) : SyncEvent
+}
+
+/** A pull refused by the server (not retried): the status and the API's code. */
+public class PullException(public val status: Int, public val code: String?, body: String) :
+    Exception("GET events answered $status${code?.let { " $it" } ?: ""}: ${body.take(200)}")
+
+internal const val CURSOR = "cursor"
+
+/**
+ * Reads a stream's pages from the cursor kept in [storage] (under "cursor")
+ * to its end, handing each page's events to [deliver] before the page's
+ * cursor is kept, so that a crash re-delivers a page rather than skips one.
+ * On 410 CURSOR_EXPIRED it calls [startOver] and reads from the beginning
+ * (at most 3 times a pull).
+ */
+internal suspend fun pull(
+    http: OkHttpClient,
+    baseUrl: String,
+    space: String?,
+    storage: QueueStorage,
+    token: suspend () -> String,
+    retry: RetryPolicy,
+    startOver: suspend () -> Unit,
+    deliver: suspend (List<SyncEvent>) -> Unit,
+): Int = withContext(Dispatchers.IO) {
+    var startedOver = 0
+    var delivered = 0
+    var attempt = 0
+    while (true) {
+        val cursor = storage.getValue(CURSOR)
+        val url = baseUrl.toHttpUrl().newBuilder().apply {
+            addPathSegments("api/v1")
+            if (space == null) addPathSegments("sync/events") else addPathSegment("spaces").addPathSegment(space).addPathSegment("events")
+            if (cursor != null) addQueryParameter("cursor", cursor)
+            addQueryParameter("limit", "1000")
+        }.build()
+        val req = Request.Builder().url(url).header("Authorization", "Bearer ${token()}").build()
+        val (status, body, retryAfter) = try {
+            http.newCall(req).execute().use { Triple(it.code, it.body.string(), retryAfterMs(it.header("Retry-After"))) }
+        } catch (e: IOException) {
+            Triple(-1, e.javaClass.simpleName, null)
+        }
+        if (status == -1 || status == 429 || status >= 500) {
+            attempt++
+            if (attempt >= retry.maxAttempts) throw IOException("pull gave up after $attempt attempts: last $status $body")
+            delay(retry.delayMs(attempt, retryAfter))
+            continue
+        }
+        attempt = 0
+        val obj = try {
+            Json.parseToJsonElement(body) as? JsonObject
+        } catch (_: Exception) {
+            null
+        }
+        if (status != 200) {
+            val code = (obj?.get("error") as? JsonPrimitive)?.content
+            if (status == 410 && code == "CURSOR_EXPIRED" && cursor != null && startedOver < 3) {
+                startedOver++
+                startOver()
+                storage.setValue(CURSOR, null)
+                continue
+            }
+            throw PullException(status, code, body)
+        }
+        val page = obj ?: throw PullException(status, null, "not the contract's page: $body")
+        val events = (page["events"] as? List<*>)?.map { parseEvent(it as? JsonElement) }
+            ?: throw PullException(status, null, "not the contract's page: no events")
+        deliver(events)
+        delivered += events.size
+        (page["cursor"] as? JsonPrimitive)?.content?.let { storage.setValue(CURSOR, it) }
+        if ((page["hasMore"] as? JsonPrimitive)?.booleanOrNull != true) return@withContext delivered
+    }
+    @Suppress("UNREACHABLE_CODE")
+    delivered
+}
+
+private fun parseEvent(e: JsonElement?): SyncEvent {
+    val o = e as? JsonObject ?: throw PullException(200, null, "not the contract's event: $e")
+    fun str(k: String) = (o[k] as? JsonPrimitive)?.takeIf { it.isString }?.content
+    val id = str("id") ?: throw PullException(200, null, "an event without an id")
+    if ((o["deleted"] as? JsonPrimitive)?.booleanOrNull == true) return SyncEvent.Deleted(id)
+    val type = str("type") ?: throw PullException(200, null, "an event without a type")
+    val payload = o["payload"] as? JsonObject ?: JsonObject(emptyMap())
+    if (type == "event.deleted") {
+        (payload["id"] as? JsonPrimitive)?.takeIf { it.isString }?.content?.let { return SyncEvent.Deleted(it) }
+    }
+    return SyncEvent.Event(id, type, str("occurredAt") ?: "", payload, str("author"))
+}
