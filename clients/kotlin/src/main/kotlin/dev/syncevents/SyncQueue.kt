@@ -50,6 +50,14 @@ public enum class StopReason {
 
     /** The retry policy's attempts are spent (no answer, 429 or 5xx each time). */
     RETRIES_EXHAUSTED,
+
+    /**
+     * An answer that is not the contract's (a 200 or a redirect to a POST, a
+     * proxy's page): the entries may or may not be stored, so they stay
+     * queued with their keys, and the next drain's retry under the same key
+     * finds out.
+     */
+    UNEXPECTED_ANSWER,
 }
 
 /** What a drain did. */
@@ -230,6 +238,7 @@ public class SyncQueue(
                     storage.removeAll(group.map { it.key })
                     r = if (a.replayed) r.copy(replayed = r.replayed + n) else r.copy(sent = r.sent + n)
                 }
+                a.status !in 400..499 -> return StopReason.UNEXPECTED_ANSWER to "status ${a.status}: not the contract's answer"
                 // Refused for the token: nothing stored; the entries wait with their keys.
                 a.status == 401 -> return StopReason.UNAUTHORIZED to "status 401"
                 a.status == 403 && (a.code == "SPACE_NOT_MEMBER" || a.code == "SPACE_ROLE_FORBIDS") ->

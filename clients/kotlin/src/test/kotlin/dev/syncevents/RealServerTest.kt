@@ -11,6 +11,7 @@ import okhttp3.OkHttpClient
 import okhttp3.Request
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
 import java.nio.file.Path
@@ -33,6 +34,36 @@ class RealServerTest {
         assertNull(report.stopped, report.error)
         assertEquals(250, report.sent)
         assertEquals(3, report.requests)
+        assertEquals(ids, listed(server.url, token))
+    }
+
+    @Test
+    fun `answers lost after the commit and 503s, each event stored once`() = runBlocking {
+        val server = LocalServer.shared
+        val user = "kt-" + UUID.randomUUID()
+        val token = LocalServer.token(user)
+        var calls = 0
+        // Between client and server: every third call reaches the server and its answer is lost;
+        // every fifth is refused with a 503 before it reaches it.
+        val faulty = OkHttpClient.Builder().addInterceptor { chain ->
+            calls++
+            when {
+                calls % 5 == 0 -> okhttp3.Response.Builder().request(chain.request()).protocol(okhttp3.Protocol.HTTP_1_1)
+                    .code(503).message("fault").header("Retry-After", "0").body(okhttp3.ResponseBody.EMPTY).build()
+                calls % 3 == 0 -> {
+                    chain.proceed(chain.request()).close()
+                    throw java.io.IOException("answer lost after the commit")
+                }
+                else -> chain.proceed(chain.request())
+            }
+        }.build()
+        val s = SqliteQueueStorage(dir.resolve("f.db").toString(), user)
+        val q = SyncQueue(s, server.url, { token }, faulty, RetryPolicy(baseDelayMs = 1, maxDelayMs = 20), maxBatchEvents = 7)
+        val ids = (0 until 60).map { q.write("note.created", JsonObject(mapOf("n" to JsonPrimitive(it)))).eventId }
+        val report = q.drain()
+        assertNull(report.stopped, report.error)
+        assertEquals(60, report.sent + report.replayed)
+        assertTrue(report.replayed > 0 && report.retries > 0, "faults were met: $report")
         assertEquals(ids, listed(server.url, token))
     }
 

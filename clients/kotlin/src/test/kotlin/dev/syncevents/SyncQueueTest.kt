@@ -140,4 +140,36 @@ class SyncQueueTest {
         assertNull(tokenSubject("a.b.c"))
         assertNull(tokenSubject("x.${java.util.Base64.getUrlEncoder().encodeToString("""{"sub":""}""".toByteArray())}.x"))
     }
+
+    @Test
+    fun `an answer not the contract's stops the drain and keeps the entries with their keys`() = runBlocking {
+        val s = storage()
+        val e = queue(s).write("t", payload(1))
+        server.enqueue(MockResponse().setResponseCode(200).setBody("<html>captive portal</html>"))
+        val report = queue(s).drain()
+        assertEquals(StopReason.UNEXPECTED_ANSWER, report.stopped)
+        assertEquals(listOf(e.key to EntryStatus.PENDING), s.list().map { it.key to it.status })
+    }
+
+    @Test
+    fun `a failing SQLite write queues nothing, not part of a batch`() {
+        val path = dir.resolve("fail.db").toString()
+        val s = SqliteQueueStorage(path, "alice")
+        // A real SQLite refusing the third row, as a full disk would mid-transaction.
+        java.sql.DriverManager.getConnection("jdbc:sqlite:$path").use { c ->
+            c.createStatement().execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON sync_queue WHEN NEW.event LIKE '%boom%' " +
+                    "BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+            )
+        }
+        val entries = listOf("a", "b", "boom").map { QueueEntry(java.util.UUID.randomUUID().toString(), it, """{"id":"$it"}""") }
+        val err = runCatching { s.add(entries) }.exceptionOrNull()
+        assertTrue(err is java.sql.SQLException, "the add is refused: $err")
+        assertTrue(s.list().isEmpty(), "nothing half-queued")
+        val q = SyncQueue(s, server.url("/").toString(), { LocalServer.token("alice") })
+        assertTrue(runCatching { q.write("t", JsonObject(mapOf("x" to JsonPrimitive("boom")))) }.isFailure)
+        assertTrue(s.list().isEmpty())
+        q.write("t", payload(1))
+        assertEquals(1, s.list().size)
+    }
 }
