@@ -29,7 +29,9 @@ func (b Backoff) Delay(n int) time.Duration {
 	if ceiling <= 0 {
 		return time.Millisecond
 	}
-	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
+	// Uniform in (0, ceiling], and never under 1 ms, so that the ceiling
+	// holds: Max is the longest wait.
+	return max(time.Duration(rand.Int64N(int64(ceiling))+1), time.Millisecond)
 }
 
 // Wait sleeps Delay(n), or until ctx ends, whose error it then returns.
