@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -154,7 +154,7 @@ func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string
 func untilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
 	for attempt := 0; work; attempt++ {
 		if attempt > 0 {
-			if err := sleep(ctx, unprocessedBackoff(attempt)); err != nil {
+			if err := unprocessedBackoff.Wait(ctx, attempt); err != nil {
 				return dynamodbstore.Classify(fmt.Errorf("%s: %w", what, err))
 			}
 		}
@@ -168,21 +168,7 @@ func untilProcessed(ctx context.Context, what string, work bool, batch func() (l
 
 // unprocessedBackoff is "full jitter" up to 25 ms doubled per attempt,
 // capped at 1 s: what AWS asks of a client given unprocessed keys.
-func unprocessedBackoff(attempt int) time.Duration {
-	ceiling := min(25*time.Millisecond<<attempt, time.Second)
-	return time.Duration(rand.Int64N(int64(ceiling))) + time.Millisecond
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var unprocessedBackoff = idempotency.Backoff{Base: 25 * time.Millisecond, Max: time.Second}
 
 // All reads every event of every user, as stored, with strong
 // consistency: for tests and operators, never a request's path. Items

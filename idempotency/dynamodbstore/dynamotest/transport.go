@@ -145,7 +145,10 @@ func (t *Transport) Calls() map[string]int {
 
 // Succeeded is the number of calls of op that DynamoDB answered 200,
 // whether or not the answer then reached the caller (a LostAnswer's
-// does not): for a write, the number that took effect.
+// does not). It counts answers, not effects: the SDK retries a
+// TransactWriteItems with the same ClientRequestToken, and DynamoDB
+// answers such a retry 200 without applying it again (kumo ignores the
+// token and fails the retry's condition instead).
 func (t *Transport) Succeeded(op string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
