@@ -18,11 +18,12 @@ import (
 	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/devserver"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/headstream"
 	"github.com/sync-events/sync-events/internal/localevents"
 	"github.com/sync-events/sync-events/internal/poke"
-	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/retention"
+	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/streamfeed"
 )
 
@@ -82,7 +83,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 		// template's handlers decide (the spaces' reads the member item).
 		Allowed: func(sub, channel string) bool {
 			return poke.MaySubscribeAny(sub, channel, func(space, sub string) bool {
-				_, member, err := eventlog.MemberRole(ctx, client, table, eventlog.SpaceStream(space), sub)
+				_, member, err := spaces.Role(ctx, eventtable.Table{Client: client, Name: table}, spaces.Stream(space), sub)
 				return err == nil && member
 			})
 		},
@@ -97,7 +98,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 	if err != nil {
 		return nil, err
 	}
-	trimmer := eventlog.New(client, table, nil, ratelimit.Bucket{})
+	trimmer := retention.NewTable(client, table)
 	if keep > 0 {
 		log.Info("retention: events older than this go, stream by stream, when the stream is next written to", "keep", keep.String())
 	}
@@ -114,7 +115,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 			_, err := retention.Handle(ctx, trimmer, retention.Policy{Keep: keep, Limit: 1000}, ev, time.Now())
 			return err
 		},
-		Filter: eventlog.HeadStreamFilter, BatchSize: streamBatchSize,
+		Filter: headstream.Filter, BatchSize: streamBatchSize,
 		MaxRetries: streamMaxRetries, RetryBase: 200 * time.Millisecond, Log: log,
 	}
 	source := os.Getenv(envLiveSource)
@@ -143,7 +144,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 	default:
 		l.source = "answers"
 		l.commits = &streamfeed.Synthesized{Read: func(ctx context.Context, user string) (events.DynamoDBEventRecord, bool, error) {
-			return eventlog.HeadRecord(ctx, client, table, user)
+			return headstream.Record(ctx, eventtable.Table{Client: client, Name: table}, user)
 		}}
 		go l.commits.Run(ctx, mapping)
 	}
@@ -176,11 +177,11 @@ func committedStream(r *http.Request, body []byte) (string, bool) {
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // api v1 spaces {id} …
 	if len(segs) >= 3 && segs[0] == "api" && segs[1] == "v1" && segs[2] == "spaces" {
 		if len(segs) >= 4 {
-			return eventlog.SpaceStream(segs[3]), true
+			return spaces.Stream(segs[3]), true
 		}
 		var created struct{ ID string }
 		if json.Unmarshal(body, &created) == nil && created.ID != "" {
-			return eventlog.SpaceStream(created.ID), true
+			return spaces.Stream(created.ID), true
 		}
 		return "", false
 	}

@@ -22,8 +22,6 @@ import (
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventlog"
-	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -48,7 +46,7 @@ func main() {
 		log.Error("start-up failed", "error", err.Error())
 		os.Exit(1)
 	}
-	trimmer := eventlog.New(client, os.Getenv(config.EnvEventsTable), nil, ratelimit.Bucket{})
+	trimmer := retention.NewTable(client, os.Getenv(config.EnvEventsTable))
 	lambda.Start(handler(trimmer, policy, log))
 }
 

@@ -14,8 +14,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
-	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -97,7 +95,7 @@ func TestTemplateRetentionDaysIsWhatTheFunctionTakes(t *testing.T) {
 // a stream's id, when trimming works and when DynamoDB fails it.
 func TestHandlerLogsNoStreamIDs(t *testing.T) {
 	b := ddbtest.Start(t)
-	trimmer := eventlog.New(b.Client, b.Tables.Events, nil, ratelimit.Bucket{})
+	trimmer := retention.NewTable(b.Client, b.Tables.Events)
 	var out strings.Builder
 	fn := handler(trimmer, retention.Policy{Keep: time.Hour, Limit: 10}, slog.New(slog.NewJSONHandler(&out, nil)))
 	img := map[string]events.DynamoDBAttributeValue{

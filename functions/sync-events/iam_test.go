@@ -18,8 +18,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
-	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/retention"
 )
 
 // TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
@@ -304,7 +303,7 @@ func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
 		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 	}
 	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, func() bool { return true })
-	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, nil, ratelimit.Bucket{})
+	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
 	if res, err := log.Trim(context.Background(), "alice", time.Now().Add(time.Hour), 100); err != nil || res.Removed != 3 {
 		t.Fatalf("Trim = %+v, %v", res, err)
 	}

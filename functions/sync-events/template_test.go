@@ -17,7 +17,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/cors"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
 
@@ -241,9 +241,9 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 		"!GetAtt IdempotencyTable.Arn": {"dynamodb:PutItem", "dynamodb:GetItem"},
 		"!GetAtt EventsTable.Arn": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem",
 			"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:Query"},
-		"!Sub ${EventsTable.Arn}/index/" + eventlog.ByReceivedIndex: {"dynamodb:Query"},
-		"!GetAtt FunctionLogGroup.Arn":                              {"logs:CreateLogStream", "logs:PutLogEvents"},
-		" *":                                                        {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
+		"!Sub ${EventsTable.Arn}/index/" + eventtable.ByReceivedIndex: {"dynamodb:Query"},
+		"!GetAtt FunctionLogGroup.Arn":                                {"logs:CreateLogStream", "logs:PutLogEvents"},
+		" *":                                                          {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
 	}
 	if !maps.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("policy grants %v, want %v", got, want)
@@ -257,7 +257,7 @@ func TestTemplateTablesMatchTheCode(t *testing.T) {
 		ttl   string
 	}{
 		"IdempotencyTable": {dynamodbstore.TableInput("IdempotencyTable"), dynamodbstore.TTLAttribute},
-		"EventsTable":      {eventlog.TableInput("EventsTable"), ""},
+		"EventsTable":      {eventtable.TableInput("EventsTable"), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := tpl.Resources[name]

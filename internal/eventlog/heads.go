@@ -1,6 +1,10 @@
 package eventlog
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/sync-events/sync-events/internal/eventtable"
+)
 
 // maxHeadCacheBytes bounds the heads an environment remembers, counted as
 // each user id's bytes plus headEntryOverhead: about 1 MiB whatever the
@@ -22,20 +26,20 @@ type headCache struct {
 	mu       sync.Mutex
 	maxBytes int
 	bytes    int
-	heads    map[string]head
+	heads    map[string]eventtable.Head
 }
 
 func newHeadCache(maxBytes int) *headCache {
-	return &headCache{maxBytes: maxBytes, heads: map[string]head{}}
+	return &headCache{maxBytes: maxBytes, heads: map[string]eventtable.Head{}}
 }
 
-func (c *headCache) get(user string) head {
+func (c *headCache) get(user string) eventtable.Head {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.heads[user]
 }
 
-func (c *headCache) put(user string, h head) {
+func (c *headCache) put(user string, h eventtable.Head) {
 	size := len(user) + headEntryOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -13,15 +13,17 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/deletion"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
 // Log is the events table called table, committed with the records of
 // ledger.
 type Log struct {
-	client  *dynamodb.Client
-	table   string
+	t       eventtable.Table
 	ledger  *dynamodbstore.Store
 	heads   *headCache
 	changes ratelimit.Bucket
@@ -32,7 +34,7 @@ var _ idempotency.Store[syncevent.Event] = (*Log)(nil)
 // New returns the Log of the events table called table. Each user's
 // commits are limited to the changes bucket (a zero Bucket is no limit).
 func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, changes ratelimit.Bucket) *Log {
-	return &Log{client: client, table: table, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
+	return &Log{t: eventtable.Table{Client: client, Name: table}, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
 }
 
 // maxHeadAttempts bounds the attempts of one Commit against a head other
@@ -73,29 +75,29 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		return errNoEvents
 	}
 	stream := evs[0].UserID
-	space := IsSpaceStream(stream)
+	space := spaces.IsStream(stream)
 	if !space && stream != rec.UserID {
 		return errOtherStream
 	}
-	var g *guard
+	var g *eventtable.Guard
 	var err error
 	switch {
-	case space:
-		g, err = l.spaceGuard(ctx, stream, rec.UserID, evs)
 	case evs[0].Type == syncevent.DeletedType:
-		g, err = l.deletionGuard(ctx, stream, rec.UserID, evs)
+		g, err = deletion.Guard(ctx, l.t, stream, rec.UserID, evs)
+	case space:
+		g, err = spaces.Guard(ctx, l.t, stream, rec.UserID, evs)
 	}
 	if err != nil {
 		return err
 	}
-	extra := g.count()
+	extra := g.Count()
 	n := uint64(len(evs))
 	h := l.heads.get(stream)
-	if g != nil && g.newStream {
-		h = head{}
+	if g != nil && g.NewStream != nil {
+		h = eventtable.Head{}
 	}
 	for attempt := 1; ; attempt++ {
-		bucket, wait, ok := l.changes.Take(h.bucket, now)
+		bucket, wait, ok := l.changes.Take(h.Bucket, now)
 		if !ok {
 			return rateLimited(wait)
 		}
@@ -103,23 +105,23 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		// failed condition reports a refusal before a moved head.
 		writes := make([]types.TransactWriteItem, 0, extra+len(evs)+1)
 		if g != nil {
-			writes = append(writes, g.writes...)
+			writes = append(writes, g.Writes...)
 		}
 		for i, ev := range evs {
 			if ev.UserID != stream {
 				return errOtherStream
 			}
-			ev.Position = syncevent.At(h.seq + uint64(i) + 1)
+			ev.Position = syncevent.At(h.Seq + uint64(i) + 1)
 			if space {
 				ev.Author = rec.UserID
 			}
-			if g != nil && g.payload != nil {
-				ev.Payload = g.payload
+			if g != nil && g.Payload != nil {
+				ev.Payload = g.Payload
 			}
 			writes = append(writes, l.putNew(ev))
 		}
-		next := head{seq: h.seq + n, bucket: bucket}
-		writes = append(writes, l.advanceHead(stream, h.seq, next))
+		next := eventtable.Head{Seq: h.Seq + n, Bucket: bucket}
+		writes = append(writes, l.advanceHead(stream, h.Seq, next))
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
 		if !errors.As(err, &failed) {
@@ -128,15 +130,15 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			}
 			return classify(err)
 		}
-		if first, ok := g.firstFailed(failed.Indexes); ok {
-			return l.refusal(ctx, g, first, stream, rec.UserID)
+		if first, ok := g.FirstFailed(failed.Indexes); ok {
+			return g.Refusal(ctx, first)
 		}
 		headItem, eventsFailed := splitHeadFailure(failed, extra, len(evs))
 		if eventsFailed != nil {
 			return idempotency.RefusedAt(eventsFailed...)
 		}
-		if g != nil && g.newStream {
-			return ErrSpaceExists
+		if g != nil && g.NewStream != nil {
+			return g.NewStream
 		}
 		if attempt == maxHeadAttempts {
 			return fmt.Errorf("%w: the head of the stream kept moving", idempotency.ErrTransactionConflict)
@@ -181,10 +183,10 @@ func classify(err error) error {
 // being new for its user. Only Commit uses it, with the head's write.
 func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
 	return types.TransactWriteItem{Put: &types.Put{
-		TableName:                aws.String(l.table),
-		Item:                     encodeEvent(ev),
+		TableName:                aws.String(l.t.Name),
+		Item:                     eventtable.EncodeEvent(ev),
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": attrEventID},
+		ExpressionAttributeNames: map[string]string{"#id": eventtable.AttrID},
 	}}
 }
 
@@ -192,18 +194,18 @@ func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
 // from to next, conditioned on the head being at from (no head item at
 // all for 0), and returning the head item if it is not, so that the
 // caller learns the real head without another call.
-func (l *Log) advanceHead(userID string, from uint64, next head) types.TransactWriteItem {
+func (l *Log) advanceHead(userID string, from uint64, next eventtable.Head) types.TransactWriteItem {
 	put := &types.Put{
-		TableName:                           aws.String(l.table),
-		Item:                                encodeHead(userID, next),
-		ExpressionAttributeNames:            map[string]string{"#id": attrEventID},
+		TableName:                           aws.String(l.t.Name),
+		Item:                                eventtable.EncodeHead(userID, next),
+		ExpressionAttributeNames:            map[string]string{"#id": eventtable.AttrID},
 		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if from > 0 {
-		put.ExpressionAttributeNames = map[string]string{"#seq": attrHeadSeq}
+		put.ExpressionAttributeNames = map[string]string{"#seq": eventtable.AttrSeq}
 		put.ConditionExpression = aws.String("#seq = :from")
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": num(from)}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": eventtable.N(from)}
 	}
 	return types.TransactWriteItem{Put: put}
 }
@@ -226,11 +228,11 @@ func splitHeadFailure(f *dynamodbstore.ConditionFailedError, extra, n int) (head
 // realHead is the head a failed condition returned, or, from a backend
 // that returns no item with a failed transactional condition, the head
 // read again.
-func (l *Log) realHead(ctx context.Context, user string, item map[string]types.AttributeValue) (head, error) {
+func (l *Log) realHead(ctx context.Context, user string, item map[string]types.AttributeValue) (eventtable.Head, error) {
 	if len(item) == 0 {
 		return l.readHead(ctx, user)
 	}
-	return decodeHead(item)
+	return eventtable.DecodeHead(item)
 }
 
 // Get reads a ledger record.
@@ -242,27 +244,13 @@ func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, 
 // the user's last committed event, 0 if none.
 func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
 	h, err := l.readHead(ctx, userID)
-	return h.seq, err
+	return h.Seq, err
 }
 
-func (l *Log) readHead(ctx context.Context, userID string) (head, error) {
-	item, err := l.getItem(ctx, userID, headID, "head")
+func (l *Log) readHead(ctx context.Context, userID string) (eventtable.Head, error) {
+	item, err := l.t.Get(ctx, userID, eventtable.HeadID, "head")
 	if err != nil {
-		return head{}, err
+		return eventtable.Head{}, err
 	}
-	return decodeHead(item)
-}
-
-// getItem reads stream's item sk with strong consistency (none: an empty
-// item); what names it in an error.
-func (l *Log) getItem(ctx context.Context, stream, sk, what string) (map[string]types.AttributeValue, error) {
-	out, err := l.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(l.table),
-		Key:            key(stream, sk),
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
-		return nil, dynamodbstore.Classify(fmt.Errorf("read %s: %w", what, err))
-	}
-	return out.Item, nil
+	return eventtable.DecodeHead(item)
 }

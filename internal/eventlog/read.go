@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -49,11 +49,11 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 		cond, bound = "#u = :u AND #rk >= :after", "0"
 	}
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(l.table),
-		IndexName:                 aws.String(ByReceivedIndex),
+		TableName:                 aws.String(l.t.Name),
+		IndexName:                 aws.String(eventtable.ByReceivedIndex),
 		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#u": attrUserID, "#rk": attrReceivedKey},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":u": str(userID), ":after": str(bound)},
+		ExpressionAttributeNames:  map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": eventtable.S(userID), ":after": eventtable.S(bound)},
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(int32(batch)),
 	}
@@ -68,22 +68,22 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 		// before it deletes).
 		floorRead := after.IsStart()
 		if floorRead {
-			f, err := l.readFloor(ctx, userID)
+			f, err := l.t.ReadFloor(ctx, userID)
 			if err != nil {
 				yield(syncevent.Event{}, err)
 				return
 			}
-			prev = f.seq
+			prev = f.Seq
 		}
 		first := true
 		for {
-			out, err := l.client.Query(ctx, in)
+			out, err := l.t.Client.Query(ctx, in)
 			if err != nil {
 				yield(syncevent.Event{}, dynamodbstore.Classify(fmt.Errorf("query events: %w", err)))
 				return
 			}
 			for _, item := range out.Items {
-				ev, err := decodeEvent(item)
+				ev, err := eventtable.DecodeEvent(item)
 				if err != nil {
 					yield(syncevent.Event{}, err)
 					return
@@ -123,23 +123,23 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
-		keys[i] = map[string]types.AttributeValue{attrUserID: str(userID), attrEventID: str(id)}
+		keys[i] = map[string]types.AttributeValue{eventtable.AttrStream: eventtable.S(userID), eventtable.AttrID: eventtable.S(id)}
 	}
 	found := map[string]bool{}
-	req := map[string]types.KeysAndAttributes{l.table: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
-		ExpressionAttributeNames: map[string]string{"#id": attrEventID}}}
-	err := untilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
-		out, err := l.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+	req := map[string]types.KeysAndAttributes{l.t.Name: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
+		ExpressionAttributeNames: map[string]string{"#id": eventtable.AttrID}}}
+	err := eventtable.UntilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
+		out, err := l.t.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 		if err != nil {
 			return false, err
 		}
-		for _, item := range out.Responses[l.table] {
-			if id, ok := item[attrEventID].(*types.AttributeValueMemberS); ok {
+		for _, item := range out.Responses[l.t.Name] {
+			if id, ok := item[eventtable.AttrID].(*types.AttributeValueMemberS); ok {
 				found[id.Value] = true
 			}
 		}
 		req = out.UnprocessedKeys
-		return len(req[l.table].Keys) > 0, nil
+		return len(req[l.t.Name].Keys) > 0, nil
 	})
 	if err != nil {
 		return nil, err
@@ -147,47 +147,24 @@ func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string
 	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !found[id] }), nil
 }
 
-// untilProcessed runs batch, when there is work, until it reports none
-// left unprocessed, after a jittered backoff before each run but the
-// first: what DynamoDB asks of a client given unprocessed items. what
-// names the work in an error.
-func untilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
-	for attempt := 0; work; attempt++ {
-		if attempt > 0 {
-			if err := unprocessedBackoff.Wait(ctx, attempt); err != nil {
-				return dynamodbstore.Classify(fmt.Errorf("%s: %w", what, err))
-			}
-		}
-		var err error
-		if work, err = batch(); err != nil {
-			return dynamodbstore.Classify(fmt.Errorf("%s: %w", what, err))
-		}
-	}
-	return nil
-}
-
-// unprocessedBackoff is "full jitter" up to 25 ms doubled per attempt,
-// capped at 1 s: what AWS asks of a client given unprocessed keys.
-var unprocessedBackoff = idempotency.Backoff{Base: 25 * time.Millisecond, Max: time.Second}
-
 // All reads every event of every user, as stored, with strong
 // consistency: for tests and operators, never a request's path. Items
 // that are not events are passed over.
 func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
 	var all []syncevent.Event
-	in := &dynamodb.ScanInput{TableName: aws.String(l.table), ConsistentRead: aws.Bool(true)}
+	in := &dynamodb.ScanInput{TableName: aws.String(l.t.Name), ConsistentRead: aws.Bool(true)}
 	for {
-		page, err := l.client.Scan(ctx, in)
+		page, err := l.t.Client.Scan(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", l.table, err)
+			return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 		}
 		for _, item := range page.Items {
-			if _, ok := item[attrReceivedKey]; !ok {
+			if _, ok := item[eventtable.AttrPosition]; !ok {
 				continue // a head, a floor, a space's meta or member item
 			}
-			ev, err := decodeEvent(item)
+			ev, err := eventtable.DecodeEvent(item)
 			if err != nil {
-				return nil, fmt.Errorf("scan %s: %w", l.table, err)
+				return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 			}
 			all = append(all, ev)
 		}
@@ -196,4 +173,24 @@ func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+}
+
+// ErrCursorExpired refuses a read from a position whose next events
+// retention removed: the reader must start over from the stream's start
+// (which now begins at the floor).
+var ErrCursorExpired = errcode.New("CURSOR_EXPIRED",
+	"Events after this cursor were removed by retention: drop what you hold of this stream and pull from the start")
+
+// belowFloor is ErrCursorExpired when the event at position missing, not
+// found where a read expected it, was trimmed (it is at or below stream's
+// floor), and nil when it is only not visible yet.
+func (l *Log) belowFloor(ctx context.Context, stream string, missing uint64) error {
+	f, err := l.t.ReadFloor(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if f.Seq >= missing {
+		return ErrCursorExpired
+	}
+	return nil
 }

@@ -1,5 +1,8 @@
 package eventlog_test
 
+// Reads across retention's floor: the trims are package retention's
+// (Table.Trim), what a read finds after them this package's.
+
 import (
 	"context"
 	"errors"
@@ -16,6 +19,7 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/eventlog"
 	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -87,6 +91,7 @@ func seqRange(from, to uint64) []uint64 {
 func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := retention.NewTable(b.Client, b.Tables.Events)
 	tests := []struct {
 		name       string
 		stored     []uint64
@@ -113,7 +118,7 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 			if len(tt.stored) > 0 {
 				putHead(t, b, stream, slices.Max(tt.stored))
 			}
-			res, err := log.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
+			res, err := trim.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +132,7 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 			if !slices.Equal(got, tt.wantStayed) {
 				t.Errorf("read from the start %v, want %v", got, tt.wantStayed)
 			}
-			again, err := log.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
+			again, err := trim.Trim(context.Background(), stream, receivedOn(tt.cutoffDay), tt.limit)
 			if err != nil || (tt.limit > len(tt.stored) && again.Removed != 0) || again.Floor < res.Floor {
 				t.Errorf("Trim again = %+v, %v: want nothing more removed, the floor kept", again, err)
 			}
@@ -142,12 +147,13 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 func TestReadAcrossTheFloor(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := retention.NewTable(b.Client, b.Tables.Events)
 	const stream = "floor-reader"
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
 		putAt(t, b, stream, seq)
 	}
 	putHead(t, b, stream, 8)
-	if res, err := log.Trim(context.Background(), stream, receivedOn(4), 100); err != nil || res.Floor != 3 {
+	if res, err := trim.Trim(context.Background(), stream, receivedOn(4), 100); err != nil || res.Floor != 3 {
 		t.Fatalf("Trim = %+v, %v; want floor 3", res, err)
 	}
 	tests := []struct {
@@ -182,6 +188,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := retention.NewTable(b.Client, b.Tables.Events)
 	const stream = "cut-off"
 	putStream(t, b, stream, 6)
 	// What a trim leaves when it stops between raising the floor to 3
@@ -190,7 +197,7 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	if got, err := readSeqs(t, log, stream, 1); err != nil || !slices.Equal(got, seqRange(2, 6)) {
 		t.Fatalf("read after 1 before the deletes: %v, %v", got, err)
 	}
-	res, err := log.Trim(context.Background(), stream, receivedOn(0), 100) // nothing is old by time
+	res, err := trim.Trim(context.Background(), stream, receivedOn(0), 100) // nothing is old by time
 	if err != nil || res.Floor != 3 || res.Removed != 3 {
 		t.Fatalf("Trim = %+v, %v; want the floor 3 finished, 3 removed", res, err)
 	}
@@ -239,15 +246,15 @@ func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
 // rest; a limit of 0 deletes and records nothing.
 func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := retention.NewTable(b.Client, b.Tables.Events)
 	const stream = "limited"
 	putStream(t, b, stream, 8)
 	putFloor(t, b, stream, 5) // cut off before deleting 1..5
-	if res, err := log.Trim(context.Background(), stream, receivedOn(0), 0); err != nil || res.Removed != 0 {
+	if res, err := trim.Trim(context.Background(), stream, receivedOn(0), 0); err != nil || res.Removed != 0 {
 		t.Fatalf("limit 0: %+v, %v", res, err)
 	}
 	for _, want := range []int{2, 2, 1, 0} {
-		res, err := log.Trim(context.Background(), stream, receivedOn(0), 2) // nothing is old by time
+		res, err := trim.Trim(context.Background(), stream, receivedOn(0), 2) // nothing is old by time
 		if err != nil || res.Removed != want || res.Floor != 5 {
 			t.Fatalf("Trim = %+v, %v; want %d removed, the floor kept at 5", res, err, want)
 		}
@@ -272,6 +279,7 @@ func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := retention.NewTable(b.Client, b.Tables.Events)
 	for name, head := range map[string]uint64{"no head": 0, "begun again": 2} {
 		t.Run(name, func(t *testing.T) {
 			stream := "erased-" + strings.ReplaceAll(name, " ", "-")
@@ -281,7 +289,7 @@ func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
 			if head > 0 {
 				putHead(t, b, stream, head) // events 3..6 are a stale read's
 			}
-			res, err := log.Trim(context.Background(), stream, receivedOn(99), 100)
+			res, err := trim.Trim(context.Background(), stream, receivedOn(99), 100)
 			if err != nil || res.Removed != 0 {
 				t.Fatalf("Trim = %+v, %v; want nothing removed", res, err)
 			}

@@ -22,7 +22,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // The channel namespaces: user u's channel is /users/u, space s's is
@@ -117,12 +118,12 @@ type Report struct {
 // which would stop the shard.
 func Handle(ctx context.Context, pub Publisher, ev events.DynamoDBEvent) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	latest, heads := eventlog.HeadsMoved(ev.Records)
+	latest, heads := headstream.Moved(ev.Records)
 	rep.Heads = heads
 	pokes := make([]Poke, 0, len(latest))
 	for stream, cursor := range latest {
 		ch, ok := Channel(stream)
-		if id, space := eventlog.SpaceID(stream); space {
+		if id, space := spaces.ID(stream); space {
 			ch, ok = SpaceChannel(id)
 		}
 		if !ok {

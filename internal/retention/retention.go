@@ -1,14 +1,16 @@
 // Package retention removes the events a deployment keeps no longer. From
 // a batch of the events table's stream records it takes each stream whose
 // head moved and trims it: the events received more than the policy's
-// Keep ago go, oldest first, below the stream's floor (eventlog.Log.Trim),
+// Keep ago go, oldest first, below the stream's floor (Table.Trim),
 // and a device whose cursor is below the floor is then told to start over
 // (410 CURSOR_EXPIRED). A stream is trimmed when it is written to: one
 // idle for longer than Keep keeps its events until its next commit.
 //
-// It owns which streams a batch trims and with what cutoff; the floor,
-// the deletes and what a read below the floor answers are package
-// eventlog's, and reading the stream is Lambda's event source mapping's.
+// It owns which streams a batch trims and with what cutoff, and the trim
+// itself: the floor raised, the events deleted (Table.Trim). What a read
+// below the floor answers is package eventlog's, the floor item's
+// encoding package eventtable's, and reading the stream Lambda's event
+// source mapping's.
 package retention
 
 import (
@@ -22,12 +24,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/headstream"
 )
 
-// Trimmer trims one stream: *eventlog.Log.
+// Trimmer trims one stream: *Table.
 type Trimmer interface {
-	Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (eventlog.TrimResult, error)
+	Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error)
 }
 
 // Policy is how long events stay and how many of one stream's a batch
@@ -59,7 +61,7 @@ const reserve = 20 * time.Second
 // near are deferred, not failed: each is trimmed on at its next commit.
 func Handle(ctx context.Context, t Trimmer, p Policy, ev events.DynamoDBEvent, now time.Time) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	moved, _ := eventlog.HeadsMoved(ev.Records)
+	moved, _ := headstream.Moved(ev.Records)
 	streams := slices.Sorted(maps.Keys(moved))
 	rep.Streams = len(streams)
 	cutoff := now.Add(-p.Keep)

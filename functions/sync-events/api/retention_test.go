@@ -11,8 +11,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/eventlog"
-	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/retention"
 )
 
 // pullAll pages path (a stream's GET) from cursor, limit a time, to the
@@ -43,7 +42,7 @@ func pulledIDs(evs []apitest.ListedEvent) []string {
 // above the floor. In a user's stream and in a space's.
 func TestPullersAcrossARetentionFloor(t *testing.T) {
 	hs := apitest.New(t)
-	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger(), ratelimit.Bucket{})
+	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
 	s := newSpace(t, hs, "alice")
 	apitest.WantResponse(t, s.add(t, "alice", "bob", "reader"), 201, "")
 	streams := []struct {

@@ -14,8 +14,10 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // NewFromConfig builds the DynamoDB client from cfg, once per execution
@@ -93,5 +95,21 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 		refusals = ratelimit.Bucket{}
 	}
 	refused := ratelimit.NewLimiter(refusals, maxReadLimitUsers)
-	return &Handler{mutations: runner, batches: batches, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+	reader := eventReader{events, eventtable.Table{Client: client, Name: cfg.EventsTable}}
+	return &Handler{mutations: runner, batches: batches, events: reader, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+}
+
+// eventReader is the events table as the handler reads it: the log's
+// events, and the spaces' members and listings.
+type eventReader struct {
+	*eventlog.Log
+	table eventtable.Table
+}
+
+func (r eventReader) Role(ctx context.Context, stream, user string) (string, bool, error) {
+	return spaces.Role(ctx, r.table, stream, user)
+}
+
+func (r eventReader) Spaces(ctx context.Context, user string) ([]spaces.Listing, error) {
+	return spaces.List(ctx, r.table, user)
 }

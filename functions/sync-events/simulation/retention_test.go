@@ -14,8 +14,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
-	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -64,7 +63,7 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 	hs := apitest.New(t)
 	envs := hs.Environments(3)
 	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 200 * time.Millisecond, Times: 1 << 30})
-	trimmer := eventlog.New(hs.B.Client, hs.B.Tables.Events, nil, ratelimit.Bucket{})
+	trimmer := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
 
 	var sent sync.Map
 	var writing sync.WaitGroup

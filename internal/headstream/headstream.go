@@ -1,36 +1,43 @@
-package eventlog
+// Package headstream reads the events table's stream: each commit moves
+// its stream's head item, and the head's insert or change, one record per
+// commit whatever its events, tells that the stream moved and to which
+// cursor. Package poke turns that into a device's poke, package
+// retention into a trim.
+//
+// It owns the filter that passes only heads' records and their decoding;
+// the head item's encoding is package eventtable's.
+package headstream
 
 import (
 	"context"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// HeadStreamFilter is the event source mapping's filter pattern (Lambda
+// Filter is the event source mapping's filter pattern (Lambda
 // event filtering) that passes a stream record only when it is a head
 // item's insert or change: one record per commit, whatever its events.
 // The template holds the same pattern; a test compares them.
-const HeadStreamFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"` + attrEventID + `":{"S":["` + headID + `"]}}}}`
+const Filter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"` + eventtable.AttrID + `":{"S":["` + eventtable.HeadID + `"]}}}}`
 
-// HeadChange reads a stream record of the events table: when it is a
+// Change reads a stream record of the events table: when it is a
 // head's insert or change, the user whose events moved and the cursor of
 // their last committed event; ok is false for any other record (an event
 // item, a head's removal, a record without its new image).
-func HeadChange(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
+func Change(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
 	if r.EventName != string(events.DynamoDBOperationTypeInsert) && r.EventName != string(events.DynamoDBOperationTypeModify) {
 		return "", "", false
 	}
 	img := r.Change.NewImage
-	id, idOK := stringAttr(img, attrEventID)
-	user, userOK := stringAttr(img, attrUserID)
-	seqAttr, seqOK := img[attrHeadSeq]
-	if !idOK || id != headID || !userOK || !seqOK || seqAttr.DataType() != events.DataTypeNumber {
+	id, idOK := stringAttr(img, eventtable.AttrID)
+	user, userOK := stringAttr(img, eventtable.AttrStream)
+	seqAttr, seqOK := img[eventtable.AttrSeq]
+	if !idOK || id != eventtable.HeadID || !userOK || !seqOK || seqAttr.DataType() != events.DataTypeNumber {
 		return "", "", false
 	}
 	seq, err := strconv.ParseUint(seqAttr.Number(), 10, 64)
@@ -40,14 +47,14 @@ func HeadChange(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
 	return user, syncevent.At(seq).Cursor(), true
 }
 
-// HeadsMoved reads a batch of stream records: for each stream whose head
+// Moved reads a batch of stream records: for each stream whose head
 // moved, the cursor of its last committed event, the highest the batch
 // holds (sequence cursors of one length order as strings), and how many
 // of the records were head changes.
-func HeadsMoved(records []events.DynamoDBEventRecord) (latest map[string]string, heads int) {
+func Moved(records []events.DynamoDBEventRecord) (latest map[string]string, heads int) {
 	latest = map[string]string{}
 	for _, r := range records {
-		stream, cursor, ok := HeadChange(r)
+		stream, cursor, ok := Change(r)
 		if !ok {
 			continue
 		}
@@ -67,29 +74,25 @@ func stringAttr(img map[string]events.DynamoDBAttributeValue, name string) (stri
 	return v.String(), true
 }
 
-// HeadRecord is the stream record of user's head as it is now, a MODIFY
+// Record is the stream record of user's head as it is now, a MODIFY
 // with the head's keys and new image, read with strong consistency; ok is
 // false when the user has no head. make run hands it to the poke function
 // where its backend writes no stream records for transactions (kumo).
-func HeadRecord(ctx context.Context, client *dynamodb.Client, table, user string) (events.DynamoDBEventRecord, bool, error) {
-	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(table),
-		Key:            map[string]types.AttributeValue{attrUserID: str(user), attrEventID: str(headID)},
-		ConsistentRead: aws.Bool(true),
-	})
-	if err != nil || len(out.Item) == 0 {
+func Record(ctx context.Context, t eventtable.Table, user string) (events.DynamoDBEventRecord, bool, error) {
+	item, err := t.Get(ctx, user, eventtable.HeadID, "head")
+	if err != nil || len(item) == 0 {
 		return events.DynamoDBEventRecord{}, false, err
 	}
-	h, err := decodeHead(out.Item)
+	h, err := eventtable.DecodeHead(item)
 	if err != nil {
 		return events.DynamoDBEventRecord{}, false, err
 	}
 	keys := map[string]events.DynamoDBAttributeValue{
-		attrUserID: events.NewStringAttribute(user), attrEventID: events.NewStringAttribute(headID),
+		eventtable.AttrStream: events.NewStringAttribute(user), eventtable.AttrID: events.NewStringAttribute(eventtable.HeadID),
 	}
 	image := map[string]events.DynamoDBAttributeValue{
-		attrUserID: keys[attrUserID], attrEventID: keys[attrEventID],
-		attrHeadSeq: events.NewNumberAttribute(strconv.FormatUint(h.seq, 10)),
+		eventtable.AttrStream: keys[eventtable.AttrStream], eventtable.AttrID: keys[eventtable.AttrID],
+		eventtable.AttrSeq: events.NewNumberAttribute(strconv.FormatUint(h.Seq, 10)),
 	}
 	return events.DynamoDBEventRecord{
 		EventName: string(events.DynamoDBOperationTypeModify), EventSource: "aws:dynamodb",

@@ -1,4 +1,4 @@
-package eventlog
+package eventtable
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -8,11 +8,23 @@ import (
 
 // Attribute names of the events table.
 const (
-	attrUserID      = "user_id"
-	attrEventID     = "event_id"
-	attrReceivedKey = "received_key"
-	// attrHeadSeq is the head item's sequence number.
-	attrHeadSeq = "seq"
+	// AttrStream is the partition key: a user's id, or a space's stream.
+	AttrStream = "user_id"
+	// AttrID is the sort key: an event's id, or the id of a head, a
+	// floor, a space's meta or member item.
+	AttrID = "event_id"
+	// AttrPosition is an event's position (syncevent.Position.SortKey),
+	// the index's sort key: only events have it.
+	AttrPosition = "received_key"
+	// AttrSeq is a head's (and a floor's) sequence number.
+	AttrSeq = "seq"
+	// An event's other attributes.
+	AttrType       = "type"
+	AttrOccurredAt = "occurred_at"
+	AttrReceivedAt = "received_at"
+	AttrPayload    = "payload"
+	AttrAuthor     = "author"
+	AttrDeleted    = "deleted"
 )
 
 // ByReceivedIndex orders one user's events by position: the events stored
@@ -20,16 +32,21 @@ const (
 // its sequence number (see syncevent.Position.SortKey).
 const ByReceivedIndex = "by_received"
 
-// headID is the event_id of each user's head item. Event ids are UUIDs, so
-// it is never one; it has no received_key, so the index never lists it.
-const headID = "head"
+// HeadID is the event_id of each stream's head item. Event ids are
+// UUIDs, so it is never one; it has no received_key, so the index never
+// lists it.
+const HeadID = "head"
+
+// FloorID is the event_id of a stream's floor item (package retention);
+// it has no received_key either.
+const FloorID = "floor"
 
 // TableInput is the request that creates an events table called name,
 // billed on demand: one item per (user, event id), so that "the event id
 // is new" is a condition on the item itself, and a local index by
 // position, so that a user's events are read in commit order with strong
 // consistency. Its stream holds new images: a head's tells that the
-// user's events moved.
+// user's events moved (package headstream).
 func TableInput(name string) *dynamodb.CreateTableInput {
 	key := func(name string, t types.KeyType) types.KeySchemaElement {
 		return types.KeySchemaElement{AttributeName: aws.String(name), KeyType: t}
@@ -40,14 +57,14 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
-		KeySchema:            []types.KeySchemaElement{key(attrUserID, types.KeyTypeHash), key(attrEventID, types.KeyTypeRange)},
-		AttributeDefinitions: []types.AttributeDefinition{attr(attrUserID), attr(attrEventID), attr(attrReceivedKey)},
+		KeySchema:            []types.KeySchemaElement{key(AttrStream, types.KeyTypeHash), key(AttrID, types.KeyTypeRange)},
+		AttributeDefinitions: []types.AttributeDefinition{attr(AttrStream), attr(AttrID), attr(AttrPosition)},
 		// The stream carries each head's new image to the poke function
 		// (only heads pass its filter); see HeadChange.
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
 		LocalSecondaryIndexes: []types.LocalSecondaryIndex{{
 			IndexName:  aws.String(ByReceivedIndex),
-			KeySchema:  []types.KeySchemaElement{key(attrUserID, types.KeyTypeHash), key(attrReceivedKey, types.KeyTypeRange)},
+			KeySchema:  []types.KeySchemaElement{key(AttrStream, types.KeyTypeHash), key(AttrPosition, types.KeyTypeRange)},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
 		}},
 	}

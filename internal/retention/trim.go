@@ -1,22 +1,21 @@
-package eventlog
+package retention
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// Retention: a stream's oldest events may be removed, from the oldest on,
+// Trimming: a stream's oldest events may be removed, from the oldest on,
 // below a floor. Each stream that was ever trimmed has a floor item
 // (event_id "floor"): seq, the floor (every event at or below it may be
 // gone), and trimmed (every event at or below it is gone). Trim raises seq
@@ -26,36 +25,12 @@ import (
 // never reads as empty, and a read that finds its next position missing
 // finds a later one (Read).
 
-// floorID is the event_id of a stream's floor item; it has no
-// received_key, so the index never lists it.
-const floorID = "floor"
+// Table trims the streams of one events table.
+type Table struct{ t eventtable.Table }
 
-// attrTrimmed is the floor item's "every event at or below is gone".
-const attrTrimmed = "trimmed"
-
-// ErrCursorExpired refuses a read from a position whose next events
-// retention removed: the reader must start over from the stream's start
-// (which now begins at the floor).
-var ErrCursorExpired = errcode.New("CURSOR_EXPIRED",
-	"Events after this cursor were removed by retention: drop what you hold of this stream and pull from the start")
-
-// floor is a stream's floor item.
-type floor struct{ seq, trimmed uint64 }
-
-func (l *Log) readFloor(ctx context.Context, stream string) (floor, error) {
-	item, err := l.getItem(ctx, stream, floorID, "the floor")
-	if err != nil {
-		return floor{}, err
-	}
-	var f floor
-	for name, into := range map[string]*uint64{attrHeadSeq: &f.seq, attrTrimmed: &f.trimmed} {
-		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
-			if *into, err = strconv.ParseUint(v.Value, 10, 64); err != nil {
-				return floor{}, fmt.Errorf("%w: floor %s: %w", errBadItem, name, err)
-			}
-		}
-	}
-	return f, nil
+// NewTable is the Table of the events table called name.
+func NewTable(client *dynamodb.Client, name string) *Table {
+	return &Table{eventtable.Table{Client: client, Name: name}}
 }
 
 // raiseFloor sets the floor item's attribute name to n unless it is at n
@@ -64,22 +39,22 @@ func (l *Log) readFloor(ctx context.Context, stream string) (floor, error) {
 // trim that read a stream since erased and begun again (its head back
 // near 0) leaves no floor over the new events. ok is false when the head
 // refused: nothing may be deleted then.
-func (l *Log) raiseFloor(ctx context.Context, stream, name string, n uint64) (ok bool, _ error) {
-	_, err := l.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+func (l *Table) raiseFloor(ctx context.Context, stream, name string, n uint64) (ok bool, _ error) {
+	_, err := l.t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{
-			TableName:                 aws.String(l.table),
-			Key:                       key(stream, headID),
+			TableName:                 aws.String(l.t.Name),
+			Key:                       eventtable.Key(stream, eventtable.HeadID),
 			ConditionExpression:       aws.String("attribute_exists(#s) AND #s > :n"),
-			ExpressionAttributeNames:  map[string]string{"#s": attrHeadSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
+			ExpressionAttributeNames:  map[string]string{"#s": eventtable.AttrSeq},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventtable.N(n)},
 		}},
 		{Update: &types.Update{
-			TableName:                 aws.String(l.table),
-			Key:                       key(stream, floorID),
+			TableName:                 aws.String(l.t.Name),
+			Key:                       eventtable.Key(stream, eventtable.FloorID),
 			UpdateExpression:          aws.String("SET #n = :n"),
 			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
 			ExpressionAttributeNames:  map[string]string{"#n": name},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventtable.N(n)},
 		}},
 	}})
 	if err == nil {
@@ -118,8 +93,8 @@ type TrimResult struct {
 // meanwhile (a read from below the new floor is refused with
 // ErrCursorExpired once its next event is gone). A trimmed event's id is
 // free again in its stream.
-func (l *Log) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error) {
-	f, err := l.readFloor(ctx, stream)
+func (l *Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error) {
+	f, err := l.t.ReadFloor(ctx, stream)
 	if err != nil {
 		return TrimResult{}, err
 	}
@@ -127,41 +102,41 @@ func (l *Log) Trim(ctx context.Context, stream string, cutoff time.Time, limit i
 	if err != nil {
 		return TrimResult{}, err
 	}
-	if to > f.seq {
-		ok, err := l.raiseFloor(ctx, stream, attrHeadSeq, to)
+	if to > f.Seq {
+		ok, err := l.raiseFloor(ctx, stream, eventtable.AttrSeq, to)
 		if err != nil || !ok {
-			return TrimResult{Floor: f.seq}, err // the stream was erased meanwhile
+			return TrimResult{Floor: f.Seq}, err // the stream was erased meanwhile
 		}
 	}
 	if err := l.deleteEvents(ctx, stream, doomed); err != nil {
 		return TrimResult{}, err
 	}
-	if gone > f.trimmed {
-		if _, err := l.raiseFloor(ctx, stream, attrTrimmed, gone); err != nil {
+	if gone > f.Trimmed {
+		if _, err := l.raiseFloor(ctx, stream, eventtable.AttrTrimmed, gone); err != nil {
 			return TrimResult{}, err
 		}
 	}
 	return TrimResult{Floor: to, Removed: len(doomed)}, nil
 }
 
-// trimmable reads stream's events after f.trimmed in position order and
-// returns the ids of those to go: every event at or below f.seq still
+// trimmable reads stream's events after f.Trimmed in position order and
+// returns the ids of those to go: every event at or below f.Seq still
 // there (a trim cut off before), then each next one received before cutoff
 // that has a successor, up to limit in all. to is the floor after them;
 // gone is how far every event will be gone once they are deleted: to,
-// unless the limit stopped it among the leftovers below f.seq.
-func (l *Log) trimmable(ctx context.Context, stream string, f floor, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
-	to, gone = f.seq, f.trimmed
+// unless the limit stopped it among the leftovers below f.Seq.
+func (l *Table) trimmable(ctx context.Context, stream string, f eventtable.Floor, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
+	to, gone = f.Seq, f.Trimmed
 	if limit <= 0 {
 		return nil, to, gone, nil
 	}
 	in := &dynamodb.QueryInput{
-		TableName:                aws.String(l.table),
-		IndexName:                aws.String(ByReceivedIndex),
+		TableName:                aws.String(l.t.Name),
+		IndexName:                aws.String(eventtable.ByReceivedIndex),
 		KeyConditionExpression:   aws.String("#u = :u AND #rk BETWEEN :after AND :last"),
-		ExpressionAttributeNames: map[string]string{"#u": attrUserID, "#rk": attrReceivedKey, "#id": attrEventID},
+		ExpressionAttributeNames: map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition, "#id": eventtable.AttrID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":u": str(stream), ":after": str(syncevent.At(f.trimmed + 1).SortKey()), ":last": str(syncevent.At(1<<63 - 1).SortKey()),
+			":u": eventtable.S(stream), ":after": eventtable.S(syncevent.At(f.Trimmed + 1).SortKey()), ":last": eventtable.S(syncevent.At(1<<63 - 1).SortKey()),
 		},
 		ProjectionExpression: aws.String("#id, #rk, received_at"),
 		ConsistentRead:       aws.Bool(true),
@@ -171,7 +146,7 @@ func (l *Log) trimmable(ctx context.Context, stream string, f floor, cutoff time
 	}
 	// done reports the result once the events collected end at last.
 	done := func(last uint64) ([]string, uint64, uint64, error) {
-		if last <= f.seq && len(ids) == limit {
+		if last <= f.Seq && len(ids) == limit {
 			return ids, to, max(gone, last), nil // leftovers may remain above last
 		}
 		return ids, to, max(gone, to), nil
@@ -179,7 +154,7 @@ func (l *Log) trimmable(ctx context.Context, stream string, f floor, cutoff time
 	var prev *trimCandidate
 	var last uint64
 	for {
-		out, err := l.client.Query(ctx, in)
+		out, err := l.t.Client.Query(ctx, in)
 		if err != nil {
 			return nil, 0, 0, dynamodbstore.Classify(fmt.Errorf("query events to trim: %w", err))
 		}
@@ -217,61 +192,47 @@ type trimCandidate struct {
 
 func decodeCandidate(item map[string]types.AttributeValue) (trimCandidate, error) {
 	var c trimCandidate
-	id, ok1 := item[attrEventID].(*types.AttributeValueMemberS)
-	rk, ok2 := item[attrReceivedKey].(*types.AttributeValueMemberS)
-	at, ok3 := item["received_at"].(*types.AttributeValueMemberS)
+	id, ok1 := item[eventtable.AttrID].(*types.AttributeValueMemberS)
+	rk, ok2 := item[eventtable.AttrPosition].(*types.AttributeValueMemberS)
+	at, ok3 := item[eventtable.AttrReceivedAt].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 || !ok3 {
-		return c, fmt.Errorf("%w: an event to trim lacks its id, position or receive time", errBadItem)
+		return c, fmt.Errorf("%w: an event to trim lacks its id, position or receive time", eventtable.ErrBadItem)
 	}
 	pos, err := syncevent.ParseSortKey(rk.Value)
 	if err != nil {
-		return c, fmt.Errorf("%w: received_key: %w", errBadItem, err)
+		return c, fmt.Errorf("%w: received_key: %w", eventtable.ErrBadItem, err)
 	}
 	received, err := time.Parse(syncevent.TimestampLayout, at.Value)
 	if err != nil {
-		return c, fmt.Errorf("%w: received_at: %w", errBadItem, err)
+		return c, fmt.Errorf("%w: received_at: %w", eventtable.ErrBadItem, err)
 	}
 	return trimCandidate{id: id.Value, seq: pos.Seq, received: received}, nil
 }
 
 // deleteEvents deletes stream's events ids, 25 to a BatchWriteItem, again
 // after a backoff for any DynamoDB leaves unprocessed.
-func (l *Log) deleteEvents(ctx context.Context, stream string, ids []string) error {
+func (l *Table) deleteEvents(ctx context.Context, stream string, ids []string) error {
 	for len(ids) > 0 {
 		n := min(len(ids), 25)
 		reqs := make([]types.WriteRequest, n)
 		for i, id := range ids[:n] {
 			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{
-				Key: key(stream, id),
+				Key: eventtable.Key(stream, id),
 			}}
 		}
 		ids = ids[n:]
-		req := map[string][]types.WriteRequest{l.table: reqs}
-		err := untilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
-			out, err := l.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
+		req := map[string][]types.WriteRequest{l.t.Name: reqs}
+		err := eventtable.UntilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
+			out, err := l.t.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
 			if err != nil {
 				return false, err
 			}
 			req = out.UnprocessedItems
-			return len(req[l.table]) > 0, nil
+			return len(req[l.t.Name]) > 0, nil
 		})
 		if err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// belowFloor is ErrCursorExpired when the event at position missing, not
-// found where a read expected it, was trimmed (it is at or below stream's
-// floor), and nil when it is only not visible yet.
-func (l *Log) belowFloor(ctx context.Context, stream string, missing uint64) error {
-	f, err := l.readFloor(ctx, stream)
-	if err != nil {
-		return err
-	}
-	if f.seq >= missing {
-		return ErrCursorExpired
 	}
 	return nil
 }

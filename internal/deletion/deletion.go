@@ -1,0 +1,124 @@
+// Package deletion deletes events. Positions have no gaps and a page
+// passes none, so an event item is never removed: a deletion turns it
+// into a tombstone at its position (its payload erased to {}, deleted
+// set) and, in the same transaction, writes a notice at the stream's next
+// position (an event of type syncevent.DeletedType whose payload names
+// the deleted id), so that a puller already past the event learns of it
+// too. In a user's own stream the user may delete; in a space, an owner
+// any event, a writer their own.
+//
+// It builds the tombstone's write and says why one failed; the notice's
+// commit is package eventlog's, roles are package spaces'.
+package deletion
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/errcode"
+	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// Payload is the payload of a deletion's notice.
+type Payload struct {
+	ID string `json:"id"`
+}
+
+// The answers to a deletion that cannot be made.
+var (
+	ErrEventNotFound  = errcode.New("EVENT_NOT_FOUND", "No event with this id is stored here")
+	ErrAlreadyDeleted = errcode.New("EVENT_ALREADY_DELETED", "This event is deleted already")
+	ErrNotDeletable   = errcode.New("EVENT_NOT_DELETABLE", "This is an event the service wrote (a membership change or a deletion's notice): it cannot be deleted")
+)
+
+func isReserved(v types.AttributeValue) bool {
+	t, ok := v.(*types.AttributeValueMemberS)
+	return ok && syncevent.Reserved(t.Value)
+}
+
+// Guard is the guard of a deletion's commit (evs, its notice) to stream
+// by caller: in a space, the caller's role (an owner, or a writer
+// deleting their own event); the event made a tombstone, if it is one not
+// deleted yet.
+func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs []syncevent.Event) (*eventtable.Guard, error) {
+	if len(evs) != 1 {
+		return nil, fmt.Errorf("deletion: a deletion is one event, got %d", len(evs))
+	}
+	var p Payload
+	if err := json.Unmarshal(evs[0].Payload, &p); err != nil || p.ID == "" {
+		return nil, fmt.Errorf("deletion: deletion payload: %v", err)
+	}
+	g := spaces.NewGuard(t, stream, caller)
+	g.Explain = map[int]func(context.Context) error{}
+	ownOnly := false
+	if spaces.IsStream(stream) {
+		role, _, err := spaces.Role(ctx, t, stream, caller)
+		if err != nil {
+			return nil, err
+		}
+		if role == spaces.RoleOwner {
+			g.Check(spaces.RoleCheck(t, stream, caller, spaces.RoleOwner), nil)
+		} else {
+			// Not an owner (or not a member: the check fails, and says why).
+			g.Check(spaces.RoleCheck(t, stream, caller, spaces.RoleWriter), nil)
+			ownOnly = true
+		}
+	}
+	// The payload and the author go; the position, id, type and times
+	// stay. The service's own events (membership changes, notices) are no
+	// one's to delete: a notice deleted would hide the deletion it tells.
+	tomb := &types.Update{
+		TableName:        aws.String(t.Name),
+		Key:              eventtable.Key(stream, p.ID),
+		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
+		ConditionExpression: aws.String("attribute_exists(#rk) AND attribute_not_exists(#del) AND NOT (#t IN (" +
+			strings.Join(reservedValues(), ", ") + "))"),
+		ExpressionAttributeNames: map[string]string{"#p": eventtable.AttrPayload, "#del": eventtable.AttrDeleted, "#rk": eventtable.AttrPosition, "#a": eventtable.AttrAuthor, "#t": eventtable.AttrType},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":empty": eventtable.S("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
+		},
+	}
+	for i, t := range syncevent.ReservedTypes {
+		tomb.ExpressionAttributeValues[fmt.Sprintf(":rt%d", i)] = eventtable.S(t)
+	}
+	if ownOnly {
+		tomb.ConditionExpression = aws.String(*tomb.ConditionExpression + " AND #a = :me")
+		tomb.ExpressionAttributeValues[":me"] = eventtable.S(caller)
+	}
+	g.Check(types.TransactWriteItem{Update: tomb}, nil)
+	g.Explain[len(g.Writes)-1] = func(ctx context.Context) error { return whyNotDeleted(ctx, t, stream, p.ID) }
+	return g, nil
+}
+
+// reservedValues are the placeholders of syncevent.ReservedTypes.
+func reservedValues() []string {
+	out := make([]string, len(syncevent.ReservedTypes))
+	for i := range out {
+		out[i] = fmt.Sprintf(":rt%d", i)
+	}
+	return out
+}
+
+// whyNotDeleted reads the event a deletion could not make a tombstone of.
+func whyNotDeleted(ctx context.Context, t eventtable.Table, stream, id string) error {
+	item, err := t.Get(ctx, stream, id, "event")
+	switch {
+	case err != nil:
+		return err
+	case item[eventtable.AttrPosition] == nil:
+		return ErrEventNotFound
+	case item[eventtable.AttrDeleted] != nil:
+		return ErrAlreadyDeleted
+	case isReserved(item[eventtable.AttrType]):
+		return ErrNotDeletable
+	default:
+		return spaces.ErrRoleForbids // a writer, another's event
+	}
+}

@@ -1,0 +1,163 @@
+package eventtable
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// eventItem is an event as the events table holds it (the tags are the
+// Attr constants).
+type eventItem struct {
+	UserID      string `dynamodbav:"user_id"`
+	ID          string `dynamodbav:"event_id"`
+	ReceivedKey string `dynamodbav:"received_key"`
+	Type        string `dynamodbav:"type"`
+	OccurredAt  string `dynamodbav:"occurred_at"`
+	ReceivedAt  string `dynamodbav:"received_at"`
+	Payload     string `dynamodbav:"payload"`
+	// Author is who wrote an event of a space; absent in a user's stream.
+	Author string `dynamodbav:"author,omitempty"`
+	// Deleted marks a tombstone (its payload is then "{}").
+	Deleted bool `dynamodbav:"deleted,omitempty"`
+}
+
+// eventAttributes are the attributes every event item has, all strings.
+var eventAttributes = []string{AttrStream, AttrID, AttrPosition, AttrType, AttrOccurredAt, AttrReceivedAt, AttrPayload}
+
+// EncodeEvent is ev as an event item.
+func EncodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
+	item, err := attributevalue.MarshalMap(eventItem{
+		UserID: ev.UserID, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
+		ReceivedAt: ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout), Payload: string(ev.Payload), Author: ev.Author,
+	})
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	return item
+}
+
+// ErrBadItem reports an item of the events table this package did not write.
+var ErrBadItem = errors.New("malformed item in the events table")
+
+// DecodeEvent reads an event item, refusing one that lacks an attribute
+// or holds one of another type.
+func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {
+	for _, name := range eventAttributes {
+		if _, ok := item[name].(*types.AttributeValueMemberS); !ok {
+			return syncevent.Event{}, fmt.Errorf("%w: %s is missing or not a string", ErrBadItem, name)
+		}
+	}
+	var it eventItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return syncevent.Event{}, fmt.Errorf("%w: %w", ErrBadItem, err)
+	}
+	received, err := time.Parse(syncevent.TimestampLayout, it.ReceivedAt)
+	if err != nil {
+		return syncevent.Event{}, fmt.Errorf("%w: received_at: %w", ErrBadItem, err)
+	}
+	pos, err := syncevent.ParseSortKey(it.ReceivedKey)
+	if err != nil {
+		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", ErrBadItem, err)
+	}
+	return syncevent.Event{
+		UserID: it.UserID, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
+		ReceivedAt: received, Position: pos, Payload: []byte(it.Payload),
+	}, nil
+}
+
+// Head is a stream's head item: the sequence number of its last
+// committed event, and the rate limit's bucket as that commit left it.
+// Both change only together, under the head's condition.
+type Head struct {
+	Seq    uint64
+	Bucket ratelimit.State
+}
+
+// The head item's attributes besides its keys and AttrSeq: the
+// bucket's tokens, and when it was last taken from (Unix milliseconds).
+const (
+	attrHeadTokens   = "tokens"
+	attrHeadRefilled = "refilled_ms"
+)
+
+// EncodeHead is h as the head item of stream.
+func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
+	item := Key(stream, HeadID)
+	item[AttrSeq] = N(h.Seq)
+	if h.Bucket.Stored {
+		item[attrHeadTokens] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(h.Bucket.Tokens, 'f', -1, 64)}
+		item[attrHeadRefilled] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.Bucket.Refilled.UnixMilli(), 10)}
+	}
+	return item
+}
+
+// DecodeHead reads a head item; no item is the head 0 with a full bucket,
+// and so is a head written with no bucket.
+func DecodeHead(item map[string]types.AttributeValue) (Head, error) {
+	if len(item) == 0 {
+		return Head{}, nil
+	}
+	n, ok := item[AttrSeq].(*types.AttributeValueMemberN)
+	if !ok {
+		return Head{}, fmt.Errorf("%w: the head has no number %s", ErrBadItem, AttrSeq)
+	}
+	seq, err := strconv.ParseUint(n.Value, 10, 64)
+	if err != nil {
+		return Head{}, fmt.Errorf("%w: head %s: %w", ErrBadItem, AttrSeq, err)
+	}
+	h := Head{Seq: seq}
+	tokens, tok := item[attrHeadTokens].(*types.AttributeValueMemberN)
+	refilled, ref := item[attrHeadRefilled].(*types.AttributeValueMemberN)
+	if tok && ref {
+		t, err1 := strconv.ParseFloat(tokens.Value, 64)
+		ms, err2 := strconv.ParseInt(refilled.Value, 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return Head{}, fmt.Errorf("%w: head bucket: %w", ErrBadItem, err)
+		}
+		h.Bucket = ratelimit.State{Stored: true, Tokens: t, Refilled: time.UnixMilli(ms)}
+	}
+	return h, nil
+}
+
+// Floor is a stream's floor item (package retention has its rules):
+// every event at or below Seq may be gone, every one at or below Trimmed
+// is.
+type Floor struct{ Seq, Trimmed uint64 }
+
+// AttrTrimmed is the floor item's Trimmed; its Seq is AttrSeq.
+const AttrTrimmed = "trimmed"
+
+// DecodeFloor reads a floor item; no item is the floor 0.
+func DecodeFloor(item map[string]types.AttributeValue) (Floor, error) {
+	var f Floor
+	for name, into := range map[string]*uint64{AttrSeq: &f.Seq, AttrTrimmed: &f.Trimmed} {
+		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+			var err error
+			if *into, err = strconv.ParseUint(v.Value, 10, 64); err != nil {
+				return Floor{}, fmt.Errorf("%w: floor %s: %w", ErrBadItem, name, err)
+			}
+		}
+	}
+	return f, nil
+}
+
+// Key is the key of stream's item id.
+func Key(stream, id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{AttrStream: S(stream), AttrID: S(id)}
+}
+
+// S is a string attribute.
+func S(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+// N is a number attribute.
+func N(n uint64) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
+}
