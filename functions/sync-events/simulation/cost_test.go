@@ -146,7 +146,7 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 // about one commit per round trip, whatever N, and the rest are retries.
 // It reports events per second and DynamoDB calls per event.
 func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
-	for _, devices := range []int{1, 2, 4, 8} {
+	for _, devices := range []int{1, 2, 4, 8, 16, 32} {
 		b.Run(fmt.Sprintf("devices=%d", devices), func(b *testing.B) {
 			hs := apitest.New(b)
 			envs := hs.Environments(devices)

@@ -162,13 +162,13 @@ func TestNoWriteOfARemovedMemberCommitsAfterTheRemoval(t *testing.T) {
 	t.Logf("%s: %d events; the removed writer's: %d before the removal, %d after, %d refused after", hs.B.Name, len(stream), before, after, refusedAfter.Load())
 }
 
-// BenchmarkOneSpaceMembersAtOnce is one space's write throughput: 1 to 8
+// BenchmarkOneSpaceMembersAtOnce is one space's write throughput: 1 to 32
 // members, each a writer in an environment of their own, posting at once,
 // every DynamoDB call held up to 8 ms (a round trip's order). The space's
 // head serialises its commits as one user's head serialises theirs
 // (BenchmarkOneUserDevicesAtOnce): its events/s is the figure to compare.
 func BenchmarkOneSpaceMembersAtOnce(b *testing.B) {
-	for _, members := range []int{1, 2, 4, 8} {
+	for _, members := range []int{1, 2, 4, 8, 16, 32} {
 		b.Run(fmt.Sprintf("members=%d", members), func(b *testing.B) {
 			hs := apitest.New(b)
 			envs := hs.Environments(members)
