@@ -230,6 +230,25 @@ public class SyncClient(
         return f || (p != null && isAfter(p.ifEmpty { null }, reached))
     }
 
+    /** The space operations of this client's user (create, list, add and remove members, leave), their keys kept in its storage. */
+    public val spaces: Spaces by lazy { Spaces(storage, baseUrl, token, http, retry) }
+
+    /**
+     * Follows [space]: a client of that space's stream over [storage] (of
+     * that stream, e.g. `SqliteQueueStorage(path, user, stream = space)`),
+     * with this one's token, HTTP client, retry policy, live channel and
+     * intervals; started if this one is. Its writes go to the space in
+     * batches of at most [MAX_SPACE_BATCH_EVENTS]. To stop following,
+     * [close] it; after leaving, [signOut] it to drop what it kept.
+     */
+    public fun follow(space: String, storage: QueueStorage, startOver: suspend () -> Unit = {}): SyncClient {
+        require(this.space == null) { "follow a space from the client of the user's own stream" }
+        require(storage.user == this.storage.user) { "the space's storage must be this user's" }
+        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, channel, pollIntervalMs, liveCheckMs)
+        if (ticker != null) c.start()
+        return c
+    }
+
     /** Sign-out: stops syncing and removes this user's queue and cursor. */
     public fun signOut() {
         close()
