@@ -72,7 +72,9 @@ public class LiveChannel(
     private val httpHost: String,
     /** The API's bearer token (a JWT), asked for each connection. */
     private val token: suspend () -> String,
+    /** Where the connection's coroutines run; cancelling it ends the channel as [close] does. */
     private val scope: CoroutineScope,
+    /** The client the socket is opened with (its interceptors and dispatcher). */
     private val http: OkHttpClient = OkHttpClient(),
     /** The wait before each reconnection: full jitter, 500 ms doubling to 30 s. */
     private val reconnect: RetryPolicy = RetryPolicy(baseDelayMs = 500, maxDelayMs = 30_000),

@@ -65,10 +65,12 @@ public class SpaceStopped(public val reason: StopReason, public val error: Strin
 public class Spaces(
     /** The user's own stream's storage: the keys are kept among its values. */
     private val storage: QueueStorage,
+    /** Where the API is, e.g. https://api.example.com. */
     baseUrl: String,
     /** The bearer token for the next attempt; its `sub` must be [QueueStorage.user] or nothing is sent. */
     private val token: suspend () -> String,
     private val http: OkHttpClient = OkHttpClient(),
+    /** How an attempt with no answer, a 429 or a 5xx is tried again; a request given up throws [SpaceStopped]. */
     private val retry: RetryPolicy = RetryPolicy(),
 ) {
     private val base: HttpUrl = baseUrl.toHttpUrl()
