@@ -1,6 +1,11 @@
 package dev.syncevents
 
+import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.flow.collectLatest
+import kotlinx.coroutines.flow.distinctUntilChanged
+import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.Job
 import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.flow.Flow
@@ -14,6 +19,8 @@ import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
 import kotlinx.serialization.json.JsonObject
 import okhttp3.OkHttpClient
+import java.util.concurrent.atomic.AtomicBoolean
+import java.util.concurrent.atomic.AtomicReference
 
 /** Where the client stands. */
 public sealed interface SyncStatus {
@@ -35,6 +42,9 @@ public sealed interface SyncStatus {
  * [write] and [delete] queue durably and sync; [status] says where it
  * stands; [events] carries what the server confirmed, each pulled event or
  * deletion, in the stream's order. [sync] runs in [scope], one at a time.
+ * Once [start]ed, it keeps the stream current by itself: it pulls on each
+ * poke heard on [channel], and every [pollIntervalMs] while it hears none
+ * ([live] says which).
  */
 public class SyncClient(
     private val storage: QueueStorage,
@@ -46,25 +56,61 @@ public class SyncClient(
     private val space: String? = null,
     /** Called on 410 CURSOR_EXPIRED before the stream is read again from its start: drop the app's copy of it. */
     private val startOver: suspend () -> Unit = {},
+    /** The live channel (one shared by the user's streams) to hear pokes on once started; null: poll only. */
+    private val channel: LiveChannel? = null,
+    /** How often to pull, once started, while the channel is not live. */
+    private val pollIntervalMs: Long = 10_000,
+    /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
+    private val liveCheckMs: Long = 300_000,
 ) {
+    init {
+        require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
+    }
+
     private val queue = SyncQueue(storage, baseUrl, token, http, retry, space)
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
     private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Syncing)
     private val _events = MutableSharedFlow<SyncEvent>(extraBufferCapacity = 1024)
-    private val loop: Job = scope.launch { for (w in wake) sync() }
+    private val _live = MutableStateFlow<LiveState>(LiveState.Stopped)
+
+    // A pull wanted by the app or the interval (forced), or by a poke (past its cursor).
+    private val forced = AtomicBoolean(false)
+    private val poked = AtomicReference<String?>(null)
+
+    @Volatile
+    private var reached: String? = null
+    private var subscription: LiveChannel.Sub? = null
+    private var ticker: Job? = null
+
+    private val loop: Job = scope.launch {
+        for (w in wake) {
+            if (!due()) continue
+            try {
+                sync()
+            } catch (e: CancellationException) {
+                throw e
+            } catch (e: Exception) {
+                // The storage failing, say: the next wish tries again.
+                _status.value = SyncStatus.Failed(e.message ?: e.javaClass.simpleName)
+            }
+        }
+    }
 
     /** Where the client stands. */
     public val status: StateFlow<SyncStatus> = _status.asStateFlow()
+
+    /** What the live channel is doing: [LiveState.Live] (pokes heard), [LiveState.Polling], or not started. */
+    public val live: StateFlow<LiveState> = _live.asStateFlow()
 
     /** Events the server confirmed (pulled), and deletions, as they arrive; subscribe before [sync]. */
     public val events: Flow<SyncEvent> = _events.asSharedFlow()
 
     /** Queues an event (stored with its key before anything is sent; throws if it cannot be) and syncs. */
-    public fun write(type: String, payload: JsonObject): QueueEntry = queue.write(type, payload).also { wake.trySend(Unit) }
+    public fun write(type: String, payload: JsonObject): QueueEntry = queue.write(type, payload).also { want(force = true) }
 
     /** Queues the deletion of [eventId] and syncs. */
-    public fun delete(eventId: String): QueueEntry = queue.delete(eventId).also { wake.trySend(Unit) }
+    public fun delete(eventId: String): QueueEntry = queue.delete(eventId).also { want(force = true) }
 
     /** Writes the server refused, kept for the app (CONFLICT, REJECTED). */
     public fun kept(): List<QueueEntry> = queue.kept()
@@ -86,6 +132,7 @@ public class SyncClient(
         }
         try {
             pull(http, baseUrl, space, storage, token, retry, startOver) { page -> page.forEach { _events.emit(it) } }
+            reached = storage.getValue(CURSOR)
             _status.value = if (pending().isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
         } catch (e: PullException) {
             _status.value = if (e.status == 401 || e.status == 403) {
@@ -99,6 +146,109 @@ public class SyncClient(
         report
     }
 
+    /**
+     * Keeps the stream current by itself: subscribes to its channel on
+     * [channel] (or polls, without one), pulls on each poke past the
+     * cursor reached, on each (re)subscription, every [pollIntervalMs]
+     * while the channel is not live and every [liveCheckMs] while it is. A
+     * stream [SyncStatus.Stopped] is not pulled again until the app calls
+     * [sync] or writes. Again after [stop], it starts afresh.
+     */
+    public fun start(): Unit = synchronized(this) {
+        if (ticker != null) return
+        ticker = scope.launch {
+            _live.map { it.javaClass }.distinctUntilChanged().collectLatest { intervals(_live.value) }
+        }
+        val path = channel?.pathFor(storage.user, space)
+        if (channel == null || path == null) {
+            enter(LiveState.Polling(PollReason.NO_CHANNEL))
+        } else {
+            subscription = channel.subscribe(
+                path,
+                object : LiveChannel.Listener {
+                    override fun state(s: LiveState) = enter(s)
+
+                    override fun poke(cursor: String?) = want(poke = cursor)
+                },
+            )
+        }
+    }
+
+    /** Stops hearing pokes and polling (an app going to the background, say); [sync] and writes still sync. */
+    public fun stop(): Unit = synchronized(this) {
+        subscription?.cancel()
+        subscription = null
+        ticker?.cancel()
+        ticker = null
+        _live.value = LiveState.Stopped
+    }
+
+    /** Entering live or polling from another state, a pull at once: a poke may have been missed. */
+    private fun enter(s: LiveState) {
+        val was = _live.value
+        _live.value = s
+        if (was.javaClass != s.javaClass && (s is LiveState.Live || s is LiveState.Polling) && _status.value !is SyncStatus.Stopped) {
+            want(force = true)
+        }
+    }
+
+    /** The pulls of the interval while in state s. */
+    private suspend fun intervals(s: LiveState) {
+        val every = when (s) {
+            LiveState.Stopped -> return
+            LiveState.Live -> liveCheckMs
+            LiveState.Connecting, is LiveState.Polling -> pollIntervalMs
+        }
+        while (true) {
+            delay(every)
+            if (_status.value !is SyncStatus.Stopped) want(force = true)
+        }
+    }
+
+    /** Asks the loop for a sync: forced, or for a poke, whose cursor it drops if a pull went as far. */
+    private fun want(force: Boolean = false, poke: String? = null) {
+        if (force) {
+            forced.set(true)
+        } else {
+            if (_status.value is SyncStatus.Stopped) return
+            // "" stands for a poke without a cursor: a pull all the same.
+            poked.getAndUpdate { was ->
+                when {
+                    was == "" || poke == null -> ""
+                    was == null || isAfter(poke, was) -> poke
+                    else -> was
+                }
+            }
+        }
+        wake.trySend(Unit)
+    }
+
+    /** Whether a sync is wanted now; consumes the wish. */
+    private fun due(): Boolean {
+        val f = forced.getAndSet(false)
+        val p = poked.getAndSet(null)
+        return f || (p != null && isAfter(p.ifEmpty { null }, reached))
+    }
+
+    /** The space operations of this client's user (create, list, add and remove members, leave), their keys kept in its storage. */
+    public val spaces: Spaces by lazy { Spaces(storage, baseUrl, token, http, retry) }
+
+    /**
+     * Follows [space]: a client of that space's stream over [storage] (of
+     * that stream, e.g. `SqliteQueueStorage(path, user, stream = space)`),
+     * with this one's token, HTTP client, retry policy, live channel and
+     * intervals; started if this one is. Its writes go to the space in
+     * batches of at most [MAX_SPACE_BATCH_EVENTS]. To stop following,
+     * [close] it; after leaving, [signOut] it to drop what it kept.
+     */
+    public fun follow(space: String, storage: QueueStorage, startOver: suspend () -> Unit = {}): SyncClient {
+        require(this.space == null) { "follow a space from the client of the user's own stream" }
+        require(storage.user == this.storage.user) { "the space's storage must be this user's" }
+        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, channel, pollIntervalMs, liveCheckMs)
+        if (ticker != null) c.start()
+        return c
+    }
+
     /** Sign-out: stops syncing and removes this user's queue and cursor. */
     public fun signOut() {
         close()
@@ -107,6 +257,7 @@ public class SyncClient(
 
     /** Stops syncing; the queue stays for the next client over the same storage. */
     public fun close() {
+        stop()
         wake.close()
         loop.cancel()
     }

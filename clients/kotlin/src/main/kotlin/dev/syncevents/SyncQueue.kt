@@ -1,7 +1,6 @@
 package dev.syncevents
 
 import kotlinx.coroutines.Dispatchers
-import kotlinx.coroutines.delay
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
 import kotlinx.coroutines.withContext
@@ -15,11 +14,9 @@ import kotlinx.serialization.json.intOrNull
 import kotlinx.serialization.json.put
 import okhttp3.HttpUrl
 import okhttp3.HttpUrl.Companion.toHttpUrl
-import okhttp3.MediaType.Companion.toMediaType
 import okhttp3.OkHttpClient
 import okhttp3.Request
 import okhttp3.RequestBody.Companion.toRequestBody
-import java.io.IOException
 import java.time.Instant
 import java.time.format.DateTimeFormatter
 import java.time.temporal.ChronoUnit
@@ -39,7 +36,7 @@ public enum class StopReason {
     /** A 401: refresh the token, then drain again. */
     UNAUTHORIZED,
 
-    /** A space's 403 (SPACE_NOT_MEMBER or SPACE_ROLE_FORBIDS): nothing stored, entries kept. */
+    /** A space's 403 (SPACE_NOT_MEMBER or SPACE_ROLE_FORBIDS): nothing stored; the refused entries kept as REJECTED. */
     FORBIDDEN,
 
     /** The token's `sub` is not the queue's user: nothing was sent with it. */
@@ -241,8 +238,16 @@ public class SyncQueue(
                 a.status !in 400..499 -> return StopReason.UNEXPECTED_ANSWER to "status ${a.status}: not the contract's answer"
                 // Refused for the token: nothing stored; the entries wait with their keys.
                 a.status == 401 -> return StopReason.UNAUTHORIZED to "status 401"
-                a.status == 403 && (a.code == "SPACE_NOT_MEMBER" || a.code == "SPACE_ROLE_FORBIDS") ->
-                    return StopReason.FORBIDDEN to "${a.code}"
+                // Nothing stored, and no retry changes it: kept for the app, and the drain stops.
+                a.status == 403 && (a.code == "SPACE_NOT_MEMBER" || a.code == "SPACE_ROLE_FORBIDS") -> {
+                    storage.updateAll(
+                        group.map {
+                            it.copy(batch = null, status = EntryStatus.REJECTED, errorStatus = a.status, errorBody = a.body)
+                        },
+                    )
+                    r = r.copy(rejected = r.rejected + n)
+                    return StopReason.FORBIDDEN to a.code
+                }
                 a.status == 409 && a.code == "EVENT_ALREADY_EXISTS" -> {
                     storage.removeAll(group.map { it.key })
                     r = r.copy(replayed = r.replayed + n)
@@ -263,47 +268,19 @@ public class SyncQueue(
             return null
         }
 
-        /**
-         * Sends under key until answered. Each attempt asks for the token
-         * afresh and checks its `sub` before sending: a queue sent with
-         * another user's token would be stored in that user's account.
-         */
-        suspend fun send(url: HttpUrl, key: String, body: String?): Outcome {
-            var attempt = 0
-            var last: String? = null
-            while (true) {
-                attempt++
-                if (attempt > retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
-                val t = token()
-                val sub = tokenSubject(t) ?: return Outcome.Stopped(StopReason.UNREADABLE_TOKEN, "the token has no readable sub")
-                if (sub != storage.user) return Outcome.Stopped(StopReason.WRONG_USER, "the token is another user's than the queue's")
-                val req = Request.Builder().url(url)
+        /** Sends under key until answered, counting requests and retries. */
+        suspend fun send(url: HttpUrl, key: String, body: String?): Outcome = sendUntilAnswered(
+            http, retry, token, storage.user,
+            request = { t ->
+                Request.Builder().url(url)
                     .header("Authorization", "Bearer $t")
                     .header("Idempotency-Key", key)
-                    .apply {
-                        if (body == null) delete() else post(body.toRequestBody(JSON))
-                    }
+                    .apply { if (body == null) delete() else post(body.toRequestBody(JSON_TYPE)) }
                     .build()
-                r = r.copy(requests = r.requests + 1)
-                var retryAfter: Long? = null
-                try {
-                    http.newCall(req).execute().use { resp ->
-                        val text = resp.body.string()
-                        if (resp.code == 429 || resp.code >= 500) {
-                            retryAfter = retryAfterMs(resp.header("Retry-After"))
-                            last = "status ${resp.code}"
-                        } else {
-                            return Outcome.Answered(resp.code, text, errorCode(text), resp.header("Idempotent-Replayed") == "true")
-                        }
-                    }
-                } catch (e: IOException) {
-                    last = "network: ${e.javaClass.simpleName}"
-                }
-                if (attempt >= retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
-                r = r.copy(retries = r.retries + 1)
-                delay(retry.delayMs(attempt, retryAfter))
-            }
-        }
+            },
+            attempted = { r = r.copy(requests = r.requests + 1) },
+            retrying = { r = r.copy(retries = r.retries + 1) },
+        )
     }
 
     private fun eventsUrl(): HttpUrl = base.newBuilder().apply {
@@ -311,20 +288,7 @@ public class SyncQueue(
         if (space == null) addPathSegments("sync/events") else addPathSegment("spaces").addPathSegment(space).addPathSegment("events")
     }.build()
 
-    internal sealed interface Outcome {
-        data class Answered(val status: Int, val body: String, val code: String?, val replayed: Boolean) : Outcome
-        data class Stopped(val reason: StopReason, val error: String?) : Outcome
-    }
-
     private companion object {
-        val JSON = "application/json".toMediaType()
-
-        fun errorCode(body: String): String? = try {
-            ((Json.parseToJsonElement(body) as? JsonObject)?.get("error") as? JsonPrimitive)?.takeIf { it.isString }?.content
-        } catch (_: Exception) {
-            null
-        }
-
         /** The entries a batch's refusal names: stored already (details.ids) or invalid (details' index). */
         fun namedEntries(group: List<QueueEntry>, a: Outcome.Answered): List<QueueEntry>? {
             val details: JsonElement = try {

@@ -23,6 +23,12 @@ object LocalServer {
 
     /** A running server; stop it with [Running.close]. */
     class Running(val url: String, private val process: Process) : AutoCloseable {
+        /** Its live channel's WebSocket endpoint, the Event API stand-in. */
+        val realtimeUrl: String get() = url.replace("http://", "ws://") + "/event/realtime"
+
+        /** The host the live channel's authorization names. */
+        val httpHost: String get() = url.removePrefix("http://")
+
         override fun close() {
             process.destroy()
             process.waitFor(5, TimeUnit.SECONDS)
@@ -31,11 +37,12 @@ object LocalServer {
 
     val shared: Running by lazy { start().also { s -> Runtime.getRuntime().addShutdownHook(Thread { s.close() }) } }
 
-    fun start(): Running {
+    fun start(env: Map<String, String> = emptyMap()): Running {
         val port = ServerSocket(0).use { it.localPort }
         val pb = ProcessBuilder(bin.path).redirectErrorStream(true)
             .redirectOutput(File("target/sync-events-local-$port.log"))
         pb.environment()["ADDR"] = "127.0.0.1:$port"
+        pb.environment().putAll(env)
         val p = pb.start()
         repeat(600) {
             if (!p.isAlive) error("the service exited with ${p.exitValue()}; see target/sync-events-local-$port.log")

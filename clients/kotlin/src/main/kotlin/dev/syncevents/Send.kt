@@ -1,0 +1,71 @@
+package dev.syncevents
+
+import kotlinx.coroutines.delay
+import kotlinx.serialization.json.Json
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import okhttp3.MediaType.Companion.toMediaType
+import okhttp3.OkHttpClient
+import okhttp3.Request
+import java.io.IOException
+
+/** How a mutation's sending ended: an answer (not a 429 or 5xx), or given up before one. */
+internal sealed interface Outcome {
+    data class Answered(val status: Int, val body: String, val code: String?, val replayed: Boolean) : Outcome
+    data class Stopped(val reason: StopReason, val error: String?) : Outcome
+}
+
+internal val JSON_TYPE = "application/json".toMediaType()
+
+/**
+ * Sends a mutation, built by [request] with each attempt's token (and the
+ * caller's fixed Idempotency-Key), until answered: no answer, a 429 or a
+ * 5xx is tried again after [retry]'s wait. Each attempt asks for the token
+ * afresh and checks its `sub` is [user] before sending: a mutation sent
+ * with another user's token would be carried out in that user's account.
+ * [attempted] is called before each send, [retrying] before each wait.
+ */
+internal suspend fun sendUntilAnswered(
+    http: OkHttpClient,
+    retry: RetryPolicy,
+    token: suspend () -> String,
+    user: String,
+    request: (token: String) -> Request,
+    attempted: () -> Unit = {},
+    retrying: () -> Unit = {},
+): Outcome {
+    var attempt = 0
+    var last: String? = null
+    while (true) {
+        attempt++
+        if (attempt > retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
+        val t = token()
+        val sub = tokenSubject(t) ?: return Outcome.Stopped(StopReason.UNREADABLE_TOKEN, "the token has no readable sub")
+        if (sub != user) return Outcome.Stopped(StopReason.WRONG_USER, "the token is another user's than the storage's")
+        attempted()
+        var retryAfter: Long? = null
+        try {
+            http.newCall(request(t)).execute().use { resp ->
+                val text = resp.body.string()
+                if (resp.code == 429 || resp.code >= 500) {
+                    retryAfter = retryAfterMs(resp.header("Retry-After"))
+                    last = "status ${resp.code}"
+                } else {
+                    return Outcome.Answered(resp.code, text, errorCode(text), resp.header("Idempotent-Replayed") == "true")
+                }
+            }
+        } catch (e: IOException) {
+            last = "network: ${e.javaClass.simpleName}"
+        }
+        if (attempt >= retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
+        retrying()
+        delay(retry.delayMs(attempt, retryAfter))
+    }
+}
+
+/** The API's error code in an error body; null if it is none. */
+internal fun errorCode(body: String): String? = try {
+    ((Json.parseToJsonElement(body) as? JsonObject)?.get("error") as? JsonPrimitive)?.takeIf { it.isString }?.content
+} catch (_: Exception) {
+    null
+}
