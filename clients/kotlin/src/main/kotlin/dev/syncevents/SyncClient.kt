@@ -56,6 +56,13 @@ public class SyncClient(
     private val space: String? = null,
     /** Called on 410 CURSOR_EXPIRED before the stream is read again from its start: drop the app's copy of it. */
     private val startOver: suspend () -> Unit = {},
+    /**
+     * Called with each pulled page, in the stream's order, before its
+     * cursor is kept: where the app applies what must survive a crash (its
+     * own database). A crash or a throw here re-delivers the page rather
+     * than skips it, so apply events idempotently by id.
+     */
+    private val onEvents: suspend (List<SyncEvent>) -> Unit = {},
     /** The live channel (one shared by the user's streams) to hear pokes on once started; null: poll only. */
     private val channel: LiveChannel? = null,
     /** How often to pull, once started, while the channel is not live. */
@@ -103,7 +110,12 @@ public class SyncClient(
     /** What the live channel is doing: [LiveState.Live] (pokes heard), [LiveState.Polling], or not started. */
     public val live: StateFlow<LiveState> = _live.asStateFlow()
 
-    /** Events the server confirmed (pulled), and deletions, as they arrive; subscribe before [sync]. */
+    /**
+     * Events the server confirmed (pulled), and deletions, as they arrive,
+     * for a view; subscribe before [sync]. A collector may see an event
+     * after its cursor is kept: what must survive a crash goes through
+     * `onEvents`.
+     */
     public val events: Flow<SyncEvent> = _events.asSharedFlow()
 
     /** Queues an event (stored with its key before anything is sent; throws if it cannot be) and syncs. */
@@ -118,7 +130,12 @@ public class SyncClient(
     /** Writes still waiting to be answered. */
     public fun pending(): List<QueueEntry> = storage.list().filter { it.status == EntryStatus.PENDING }
 
-    /** Sends every queued write, then pulls from the kept cursor to the stream's end; the last report. */
+    /**
+     * Sends every queued write, then pulls from the kept cursor to the
+     * stream's end; the last report. What `onEvents` or the storage throws
+     * comes out here, the status [SyncStatus.Failed], the cursor where the
+     * last page applied left it.
+     */
     public suspend fun sync(): DrainReport = mutex.withLock {
         _status.value = SyncStatus.Syncing
         val report = queue.drain()
@@ -131,7 +148,10 @@ public class SyncClient(
             return report
         }
         try {
-            pull(http, baseUrl, space, storage, token, retry, startOver) { page -> page.forEach { _events.emit(it) } }
+            pull(http, baseUrl, space, storage, token, retry, startOver) { page ->
+                onEvents(page)
+                page.forEach { _events.emit(it) }
+            }
             reached = storage.getValue(CURSOR)
             _status.value = if (pending().isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
         } catch (e: PullException) {
@@ -142,6 +162,12 @@ public class SyncClient(
             }
         } catch (e: java.io.IOException) {
             _status.value = SyncStatus.Failed(e.message ?: "no answer")
+        } catch (e: CancellationException) {
+            throw e
+        } catch (e: Exception) {
+            // onEvents threw (or the storage failed): the page's cursor was not kept.
+            _status.value = SyncStatus.Failed(e.message ?: e.javaClass.simpleName)
+            throw e
         }
         report
     }
@@ -241,10 +267,15 @@ public class SyncClient(
      * batches of at most [MAX_SPACE_BATCH_EVENTS]. To stop following,
      * [close] it; after leaving, [signOut] it to drop what it kept.
      */
-    public fun follow(space: String, storage: QueueStorage, startOver: suspend () -> Unit = {}): SyncClient {
+    public fun follow(
+        space: String,
+        storage: QueueStorage,
+        startOver: suspend () -> Unit = {},
+        onEvents: suspend (List<SyncEvent>) -> Unit = {},
+    ): SyncClient {
         require(this.space == null) { "follow a space from the client of the user's own stream" }
         require(storage.user == this.storage.user) { "the space's storage must be this user's" }
-        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, channel, pollIntervalMs, liveCheckMs)
+        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, onEvents, channel, pollIntervalMs, liveCheckMs)
         if (ticker != null) c.start()
         return c
     }

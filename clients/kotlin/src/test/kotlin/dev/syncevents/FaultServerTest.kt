@@ -1,11 +1,9 @@
 package dev.syncevents
 
 import kotlinx.coroutines.CoroutineScope
-import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.cancel
-import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonObject
@@ -83,9 +81,11 @@ class FaultServerTest {
         // Another device pulls through the same faults: each event once, and each deletion.
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
-            val reader = SyncClient(SqliteQueueStorage(dir.resolve("r.db").toString(), user), proxy.url, { token }, scope, retry = retry)
             val got = java.util.Collections.synchronizedList(ArrayList<SyncEvent>())
-            scope.launch(start = CoroutineStart.UNDISPATCHED) { reader.events.collect { got += it } }
+            val reader = SyncClient(
+                SqliteQueueStorage(dir.resolve("r.db").toString(), user), proxy.url, { token }, scope,
+                retry = retry, onEvents = { got += it },
+            )
             reader.sync()
             assertEquals(SyncStatus.Synced, reader.status.value)
             assertEquals(written - deleted.toSet(), got.filterIsInstance<SyncEvent.Event>().map { it.id })

@@ -1,12 +1,10 @@
 package dev.syncevents
 
 import kotlinx.coroutines.CoroutineScope
-import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.cancel
 import kotlinx.coroutines.flow.first
-import kotlinx.coroutines.launch
 import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.json.JsonObject
@@ -43,10 +41,13 @@ class SyncClientTest {
             withTimeout(10_000) { a.status.first { it == SyncStatus.Synced } }
             assertTrue(a.pending().isEmpty())
 
-            val b = SyncClient(SqliteQueueStorage(dir.resolve("b.db").toString(), user), url, { LocalServer.token(user) }, scope)
+            // onEvents is called with each page before its cursor is kept: once sync() returns, every
+            // page is in got (a collector of events, buffered, may still be catching up).
             val got = java.util.Collections.synchronizedList(ArrayList<SyncEvent>())
-            // UNDISPATCHED: subscribed before sync() emits (events has no replay).
-            val collector = scope.launch(start = CoroutineStart.UNDISPATCHED) { b.events.collect { got += it } }
+            val b = SyncClient(
+                SqliteQueueStorage(dir.resolve("b.db").toString(), user), url, { LocalServer.token(user) }, scope,
+                onEvents = { got += it },
+            )
             b.sync()
             assertEquals(SyncStatus.Synced, b.status.value)
             val events = got.toList()
@@ -56,7 +57,6 @@ class SyncClientTest {
             // The cursor is kept: a second sync delivers nothing again.
             b.sync()
             assertEquals(events.size, got.size, "nothing re-delivered from the kept cursor")
-            collector.cancel()
         } finally {
             scope.cancel()
         }
@@ -84,6 +84,41 @@ class SyncClientTest {
         assertTrue(server.takeRequest().path!!.contains("cursor=p0000000000000001"))
         assertTrue(!server.takeRequest().path!!.contains("cursor="))
         server.shutdown()
+    }
+
+    @Test
+    fun `a page onEvents failed to apply keeps the cursor before it and comes again`() = runBlocking {
+        val server = MockWebServer().also { it.start() }
+        val page = """{"events":[{"id":"e1","type":"t","occurredAt":"2026-01-01T00:00:00Z","receivedAt":"2026-01-01T00:00:00Z","payload":{}}],"cursor":"p0000000000000009","hasMore":false}"""
+        repeat(2) { server.enqueue(MockResponse().setResponseCode(200).setBody(page)) }
+        val s = SqliteQueueStorage(dir.resolve("o.db").toString(), "alice")
+        s.setValue("cursor", "p0000000000000001")
+        val applied = ArrayList<String>()
+        var fail = true
+        val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
+        try {
+            val c = SyncClient(
+                s, server.url("/").toString(), { LocalServer.token("alice") }, scope,
+                onEvents = { events ->
+                    if (fail) {
+                        fail = false
+                        throw IllegalStateException("the app's database is locked")
+                    }
+                    applied += events.map { it.id }
+                },
+            )
+            val thrown = runCatching { c.sync() }.exceptionOrNull()
+            assertEquals("the app's database is locked", thrown?.message)
+            assertEquals(SyncStatus.Failed("the app's database is locked"), c.status.value)
+            assertEquals("p0000000000000001", s.getValue("cursor"), "the cursor stays before the page not applied")
+            c.sync()
+            assertEquals(listOf("e1"), applied)
+            assertEquals("p0000000000000009", s.getValue("cursor"))
+            repeat(2) { assertTrue(server.takeRequest(5, TimeUnit.SECONDS)!!.path!!.contains("cursor=p0000000000000001")) }
+        } finally {
+            scope.cancel()
+            server.shutdown()
+        }
     }
 
     @Test
