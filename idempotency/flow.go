@@ -79,9 +79,12 @@ type Summary struct {
 // Replayed reports whether the answer is a stored one.
 func (r Result) Replayed() bool { return r.Outcome == Replayed }
 
-// ErrBusy reports that concurrent requests with the same key kept the
-// transaction from committing; the client should retry with the same key.
-var ErrBusy = &errcode.Error{Code: errcode.ServiceUnavailable, Message: "Another request with this Idempotency-Key is in progress; retry with the same key"}
+// ErrBusy reports that concurrent transactions on the same items (another
+// request with the same key, or other writes to the same stream or item)
+// kept the commit from going through on every attempt. Each attempt was
+// cancelled, so nothing was stored; the client should retry with the same
+// key.
+var ErrBusy = &errcode.Error{Code: errcode.ServiceUnavailable, Message: "Concurrent changes to the same data kept this request from being stored; nothing was stored, retry with the same Idempotency-Key"}
 
 // DefaultRetention is how long a record answers retries unless Options say
 // otherwise: long enough for a device that was offline for days.

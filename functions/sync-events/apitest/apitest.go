@@ -27,6 +27,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
@@ -107,6 +108,16 @@ func (hs *Harness) NewEnvironment() *Harness {
 	hs.T.Helper()
 	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg}
 	other.Rewire()
+	return other
+}
+
+// Observer is another environment on hs's backend whose calls bypass the
+// counting, fault-injecting transport: a puller watching what writers do
+// without adding to their calls or waiting on their faults.
+func (hs *Harness) Observer() *Harness {
+	hs.T.Helper()
+	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg}
+	other.H = api.Wire(dynamotest.NewClient(hs.B.Endpoint, nil), hs.cfg, other.Output())
 	return other
 }
 

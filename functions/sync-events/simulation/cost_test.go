@@ -3,6 +3,7 @@ package simulation_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
@@ -152,15 +154,16 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 			envs := hs.Environments(devices)
 			hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
 			user := "u-" + uuid.NewString()
-			writersAtOnce(b, hs, envs, func(_ int, env *apitest.Harness) events.APIGatewayV2HTTPResponse {
-				key, body := uuid.NewString(), apitest.EventBody(b, uuid.NewString())
+			writersAtOnce(b, hs, envs, api.EventsPath, user, func(_ int, env *apitest.Harness) (events.APIGatewayV2HTTPResponse, string) {
+				id := uuid.NewString()
+				key, body := uuid.NewString(), apitest.EventBody(b, id)
 				// A 503 (the head moved, conflicts ran out) is retried
 				// with the same key; anything else, or a 503 that never
 				// ends, fails the benchmark instead of looping for ever.
 				for attempt := 0; ; attempt++ {
 					resp := env.Post(user, key, body)
 					if resp.StatusCode != 503 || attempt >= 100 {
-						return resp
+						return resp, id
 					}
 				}
 			})
@@ -170,28 +173,113 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 
 // writersAtOnce has each of envs write, one event after another, until b.N
 // events are stored between them: write stores one, retrying as a client
-// does, and returns the answer it came to, a 201 or a failure of the
-// benchmark. It reports events per second and DynamoDB calls per event.
-func writersAtOnce(b *testing.B, hs *apitest.Harness, envs []*apitest.Harness, write func(w int, env *apitest.Harness) events.APIGatewayV2HTTPResponse) {
+// does, and returns the answer it came to (a 201 or a failure of the
+// benchmark) and the event's id. A puller on an observer (its calls
+// uncounted, not held) walks path as reader meanwhile, as a device
+// following the stream would. It reports events per second, DynamoDB
+// calls per event, and the p50 and p99 time from an event's 201 to the
+// puller's first page that lists it.
+func writersAtOnce(b *testing.B, hs *apitest.Harness, envs []*apitest.Harness, path, reader string, write func(w int, env *apitest.Harness) (events.APIGatewayV2HTTPResponse, string)) {
 	var stored atomic.Int64
+	var answered sync.Map // event id → time of its 201
+	follow := startFollower(hs, path, reader)
 	start := time.Now()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for w, env := range envs {
 		wg.Go(func() {
 			for stored.Load() < int64(b.N) {
-				if resp := write(w, env); resp.StatusCode != 201 {
+				resp, id := write(w, env)
+				if resp.StatusCode != 201 {
 					b.Errorf("writer %d: %d %s", w, resp.StatusCode, resp.Body)
 					return
 				}
+				answered.Store(id, time.Now())
 				stored.Add(1)
 			}
 		})
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(stored.Load())/time.Since(start).Seconds(), "events/s")
+	elapsed := time.Since(start)
+	listed := follow(int(stored.Load()))
+	var lags []time.Duration
+	answered.Range(func(id, at any) bool {
+		if seen, ok := listed[id.(string)]; ok {
+			lags = append(lags, max(0, seen.Sub(at.(time.Time))))
+		} else {
+			b.Errorf("event %s answered 201, never listed", id)
+		}
+		return true
+	})
+	slices.Sort(lags)
+	b.ReportMetric(float64(stored.Load())/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(hs.B.Transport.Total())/float64(stored.Load()), "calls/event")
+	if len(lags) > 0 {
+		b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "p50-listed-ms")
+		b.ReportMetric(float64(lags[len(lags)*99/100].Microseconds())/1000, "p99-listed-ms")
+	}
+}
+
+// startFollower pulls path as reader, on an observer of hs, from the
+// stream's end as it is now, page after page, noting when each event id is
+// first listed. The function it returns waits until n events were listed
+// (or 30 s passed) and gives the times.
+func startFollower(hs *apitest.Harness, path, reader string) func(n int) map[string]time.Time {
+	obs := hs.Observer()
+	_, cursors, _ := obs.Walk(path, reader, "", 1000)
+	cursor := ""
+	if len(cursors) > 0 {
+		cursor = cursors[len(cursors)-1]
+	}
+	listed := map[string]time.Time{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			evs, cs, last := obs.Walk(path, reader, cursor, 1000)
+			now := time.Now()
+			if last.StatusCode != 200 {
+				hs.T.Errorf("follower: %d %.300s", last.StatusCode, last.Body)
+				return
+			}
+			mu.Lock()
+			for _, ev := range evs {
+				if _, seen := listed[ev.ID]; !seen {
+					listed[ev.ID] = now
+				}
+			}
+			mu.Unlock()
+			if len(cs) > 0 {
+				cursor = cs[len(cs)-1]
+			}
+			time.Sleep(time.Millisecond) // a core left to the writers
+		}
+	}()
+	return func(n int) map[string]time.Time {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			mu.Lock()
+			got := len(listed)
+			mu.Unlock()
+			if got >= n || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(listed)
+	}
 }
 
 // BenchmarkCatchUp is a new device pulling a user's 20,000 events, with

@@ -184,8 +184,10 @@ func BenchmarkOneSpaceMembersAtOnce(b *testing.B) {
 			}
 			hs.B.Transport.Reset() // count the writes' calls only
 			hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
-			writersAtOnce(b, hs, envs, func(m int, env *apitest.Harness) events.APIGatewayV2HTTPResponse {
-				return spaceCall(b, env, "POST", "/api/v1/spaces/"+spaceID+"/events", fmt.Sprintf("m%d", m), apitest.EventBody(b, uuid.NewString()))
+			path := "/api/v1/spaces/" + spaceID + "/events"
+			writersAtOnce(b, hs, envs, path, "owner", func(m int, env *apitest.Harness) (events.APIGatewayV2HTTPResponse, string) {
+				id := uuid.NewString()
+				return spaceCall(b, env, "POST", path, fmt.Sprintf("m%d", m), apitest.EventBody(b, id)), id
 			})
 		})
 	}
