@@ -6,6 +6,7 @@ import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.cancel
 import kotlinx.coroutines.channels.Channel
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
@@ -89,7 +90,15 @@ class SpacesServerTest {
 
             // Bob's next write is refused: kept for the app, with the server's answer, and the status names it.
             val late = bobSpace.write("note.created", note("bob, removed"))
-            withTimeout(10_000) { bobSpace.status.first { it == SyncStatus.Stopped(StopReason.FORBIDDEN, "SPACE_NOT_MEMBER") } }
+            // Wait on the kept entry, not on one exact status: a pull refused at
+            // the same moment sets Stopped(FORBIDDEN) with its own message, and a
+            // StateFlow shows only the latest of the two.
+            val status = withTimeout(10_000) {
+                while (bobSpace.kept().isEmpty() || bobSpace.status.value !is SyncStatus.Stopped) delay(20)
+                bobSpace.status.value as SyncStatus.Stopped
+            }
+            assertEquals(StopReason.FORBIDDEN, status.reason)
+            assertTrue(status.error!!.contains("SPACE_NOT_MEMBER"), status.error)
             val kept = bobSpace.kept().single()
             assertEquals(late.key to EntryStatus.REJECTED, kept.key to kept.status)
             assertEquals(403, kept.errorStatus)
