@@ -56,7 +56,6 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		return nil, fmt.Errorf("deletion: deletion payload: %v", err)
 	}
 	g := spaces.NewGuard(t, stream, caller)
-	g.Explain = map[int]func(context.Context) error{}
 	ownOnly := false
 	if spaces.IsStream(stream) {
 		role, _, err := spaces.Role(ctx, t, stream, caller)
@@ -64,10 +63,10 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 			return nil, err
 		}
 		if role == spaces.RoleOwner {
-			g.Check(spaces.RoleCheck(t, stream, caller, spaces.RoleOwner), nil)
+			spaces.CheckRole(g, t, stream, caller, spaces.RoleOwner)
 		} else {
 			// Not an owner (or not a member: the check fails, and says why).
-			g.Check(spaces.RoleCheck(t, stream, caller, spaces.RoleWriter), nil)
+			spaces.CheckRole(g, t, stream, caller, spaces.RoleWriter)
 			ownOnly = true
 		}
 	}
@@ -78,11 +77,14 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		TableName:        aws.String(t.Name),
 		Key:              eventtable.Key(stream, p.ID),
 		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
-		ConditionExpression: aws.String("attribute_exists(#rk) AND attribute_not_exists(#del) AND NOT (#t IN (" +
+		ConditionExpression: aws.String("attribute_exists(#rk) AND NOT begins_with(#rk, :pendingp) AND attribute_not_exists(#del) AND NOT (#t IN (" +
 			strings.Join(reservedValues(), ", ") + "))"),
 		ExpressionAttributeNames: map[string]string{"#p": eventtable.AttrPayload, "#del": eventtable.AttrDeleted, "#rk": eventtable.AttrPosition, "#a": eventtable.AttrAuthor, "#t": eventtable.AttrType},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":empty": eventtable.S("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
+			// A pending event (accepted, not yet sequenced) is placed
+			// first, so that its tombstone is listed before the notice.
+			":pendingp": eventtable.S(eventtable.PendingPrefix),
 		},
 	}
 	for i, t := range syncevent.ReservedTypes {
@@ -93,6 +95,9 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		tomb.ExpressionAttributeValues[":me"] = eventtable.S(caller)
 	}
 	g.Check(types.TransactWriteItem{Update: tomb}, nil)
+	if g.Explain == nil {
+		g.Explain = map[int]func(context.Context) error{}
+	}
 	g.Explain[len(g.Writes)-1] = func(ctx context.Context) error { return whyNotDeleted(ctx, t, stream, p.ID) }
 	return g, nil
 }
@@ -114,6 +119,8 @@ func whyNotDeleted(ctx context.Context, t eventtable.Table, stream, id string) e
 		return err
 	case item[eventtable.AttrPosition] == nil:
 		return ErrEventNotFound
+	case eventtable.IsPending(item):
+		return spaces.ErrMemberPending // sequence the stream, then delete
 	case item[eventtable.AttrDeleted] != nil:
 		return ErrAlreadyDeleted
 	case isReserved(item[eventtable.AttrType]):

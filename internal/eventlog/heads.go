@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"sync"
+	"time"
 
 	"github.com/sync-events/sync-events/internal/eventtable"
 )
@@ -27,10 +28,42 @@ type headCache struct {
 	maxBytes int
 	bytes    int
 	heads    map[string]eventtable.Head
+	// busy is, for a space whose head a commit found moved, until when
+	// its writes are accepted rather than committed at the head.
+	busy map[string]time.Time
 }
 
+// contended reports whether stream's head was found moved lately.
+func (c *headCache) contended(stream string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok := c.busy[stream]
+	if ok && !now.Before(until) {
+		delete(c.busy, stream)
+		return false
+	}
+	return ok
+}
+
+// contend marks stream contended until then. Few streams are busy at
+// once; past maxBusy the oldest marks go (the cost: a call more).
+func (c *headCache) contend(stream string, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.busy[stream]; !ok && len(c.busy) >= maxBusy {
+		for other := range c.busy {
+			delete(c.busy, other)
+			break
+		}
+	}
+	c.busy[stream] = until
+}
+
+// maxBusy bounds the contended spaces an environment remembers.
+const maxBusy = 1024
+
 func newHeadCache(maxBytes int) *headCache {
-	return &headCache{maxBytes: maxBytes, heads: map[string]eventtable.Head{}}
+	return &headCache{maxBytes: maxBytes, heads: map[string]eventtable.Head{}, busy: map[string]time.Time{}}
 }
 
 func (c *headCache) get(user string) eventtable.Head {

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/sync-events/sync-events/internal/deletion"
 	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/ratelimit"
+	"github.com/sync-events/sync-events/internal/sequencer"
 	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -27,7 +29,29 @@ type Log struct {
 	ledger  *dynamodbstore.Store
 	heads   *headCache
 	changes ratelimit.Bucket
+	// accepted, when set, turns on accepts of a busy space's writes
+	// (AcceptWhenContended) and is told of each.
+	accepted func(stream string)
 }
+
+// AcceptWhenContended turns on the busy-space path: a write to a space
+// whose head this environment found moved in the last contendedFor is
+// accepted (one transaction of its record, the writer's role check and
+// the event under a pending key, no head) and listed once package
+// sequencer places it; wake is told of the stream of each accept, to
+// sequence it (deployed, the table's stream does, and wake does nothing).
+// The user's own streams, membership changes and deletions always commit
+// at the head.
+func (l *Log) AcceptWhenContended(wake func(stream string)) {
+	if wake == nil {
+		wake = func(string) {}
+	}
+	l.accepted = wake
+}
+
+// contendedFor is how long an environment accepts a space's writes after
+// a commit there found the head moved.
+const contendedFor = time.Second
 
 var _ idempotency.Store[syncevent.Event] = (*Log)(nil)
 
@@ -90,6 +114,10 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 	if err != nil {
 		return err
 	}
+	acceptable := space && l.accepted != nil && !syncevent.Reserved(evs[0].Type)
+	if acceptable && l.heads.contended(stream, now) {
+		return l.accept(ctx, rec, evs, now)
+	}
 	extra := g.Count()
 	n := uint64(len(evs))
 	h := l.heads.get(stream)
@@ -131,7 +159,26 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			return classify(err)
 		}
 		if first, ok := g.FirstFailed(failed.Indexes); ok {
-			return g.Refusal(ctx, first)
+			err := g.Refusal(ctx, first)
+			if !errors.Is(err, spaces.ErrMemberPending) {
+				return err
+			}
+			// The member has accepted events not yet placed: this one
+			// goes after them, accepted too, or once they are placed.
+			if acceptable {
+				return l.accept(ctx, rec, evs, now)
+			}
+			if attempt == maxHeadAttempts {
+				return fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
+			}
+			if err := l.markLeaving(ctx, evs[0], now); err != nil {
+				return err
+			}
+			if _, err := sequencer.Drain(ctx, l.t, stream); err != nil {
+				return err
+			}
+			h = l.heads.get(stream)
+			continue
 		}
 		headItem, eventsFailed := splitHeadFailure(failed, extra, len(evs))
 		if eventsFailed != nil {
@@ -139,6 +186,10 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		}
 		if g != nil && g.NewStream != nil {
 			return g.NewStream
+		}
+		if acceptable {
+			l.heads.contend(stream, now.Add(contendedFor))
+			return l.accept(ctx, rec, evs, now)
 		}
 		if attempt == maxHeadAttempts {
 			return fmt.Errorf("%w: the head of the stream kept moving", idempotency.ErrTransactionConflict)
@@ -148,6 +199,57 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		}
 		l.heads.put(stream, h)
 	}
+}
+
+// markLeaving, for a removal, stops the removed member's accepts for a
+// while, so that their pending count can come down to 0 for it.
+func (l *Log) markLeaving(ctx context.Context, ev syncevent.Event, now time.Time) error {
+	if ev.Type != syncevent.MemberRemovedType {
+		return nil
+	}
+	var p spaces.MembershipPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" {
+		return nil // the guard read the same payload; nothing to mark
+	}
+	return spaces.MarkLeaving(ctx, l.t, ev.UserID, p.Member, now)
+}
+
+// accept stores evs, a space's, under pending keys with rec and the
+// writer's role check, which counts them on their member item: no head is
+// read or moved, so accepts to one space do not fail on each other.
+func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
+	stream := evs[0].UserID
+	writes := make([]types.TransactWriteItem, 0, len(evs)+1)
+	writes = append(writes, spaces.AcceptCheck(l.t, stream, rec.UserID, len(evs), now))
+	for i, ev := range evs {
+		ev.Author = rec.UserID
+		key := eventtable.PendingKey(now, evs[0].ID, i)
+		writes = append(writes, l.put(eventtable.EncodePending(ev, key)))
+	}
+	err := l.ledger.Commit(ctx, rec, writes, now)
+	var failed *dynamodbstore.ConditionFailedError
+	if errors.As(err, &failed) {
+		var refused []int
+		for _, ix := range failed.Indexes {
+			if ix != 0 {
+				refused = append(refused, ix-1)
+				continue
+			}
+			err := spaces.WhyNotAccepted(ctx, l.t, stream, rec.UserID)
+			if errors.Is(err, spaces.ErrMemberPending) {
+				// A member in a role that may write, refused: being
+				// removed (spaces.MarkLeaving). Retried, it is answered
+				// once the removal commits, or the mark lapses.
+				return fmt.Errorf("%w: the writer is being removed from the space", idempotency.ErrTransactionConflict)
+			}
+			return err
+		}
+		return idempotency.RefusedAt(refused...)
+	}
+	if err == nil {
+		l.accepted(stream)
+	}
+	return classify(err)
 }
 
 // errOtherStream refuses events of a stream that is neither the caller's
@@ -182,9 +284,15 @@ func classify(err error) error {
 // putNew is the write that stores ev at ev.Position, conditioned on its id
 // being new for its user. Only Commit uses it, with the head's write.
 func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
+	return l.put(eventtable.EncodeEvent(ev))
+}
+
+// put is the write of an event item, conditioned on its id being new for
+// its stream.
+func (l *Log) put(item map[string]types.AttributeValue) types.TransactWriteItem {
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(l.t.Name),
-		Item:                     eventtable.EncodeEvent(ev),
+		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames: map[string]string{"#id": eventtable.AttrID},
 	}}

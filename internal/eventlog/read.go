@@ -147,7 +147,7 @@ func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string
 	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !found[id] }), nil
 }
 
-// All reads every event of every user, as stored, with strong
+// All reads every sequenced event of every user, as stored, with strong
 // consistency: for tests and operators, never a request's path. Items
 // that are not events are passed over.
 func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
@@ -159,8 +159,8 @@ func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
 			return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 		}
 		for _, item := range page.Items {
-			if _, ok := item[eventtable.AttrPosition]; !ok {
-				continue // a head, a floor, a space's meta or member item
+			if _, ok := item[eventtable.AttrPosition]; !ok || eventtable.IsPending(item) {
+				continue // a head, a floor, a space's meta or member item; an event not yet sequenced
 			}
 			ev, err := eventtable.DecodeEvent(item)
 			if err != nil {

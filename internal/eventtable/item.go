@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -160,4 +161,53 @@ func S(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemb
 // N is a number attribute.
 func N(n uint64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
+}
+
+// PendingPrefix begins the position of an event accepted and not yet
+// sequenced (package sequencer): below "0", where every read of a stream
+// starts, and below every legacy and sequence key, so no read lists it,
+// no cursor points at it and no trim reaches it.
+const PendingPrefix = "-"
+
+// PendingKey is the pending position of the event at index of a request
+// accepted at: the accept time, then the request (its first event's id,
+// unique in its stream), then the index, so that one request's events
+// are adjacent and in order, and a pass can take a request whole.
+func PendingKey(at time.Time, request string, index int) string {
+	return fmt.Sprintf("%s%013d#%s#%03d", PendingPrefix, at.UnixMilli(), request, index)
+}
+
+// PendingRequest is the part of a pending key that names its request
+// (everything before the index), and false for a key that is not pending.
+func PendingRequest(key string) (string, bool) {
+	i := strings.LastIndexByte(key, '#')
+	if !strings.HasPrefix(key, PendingPrefix) || i < 0 {
+		return "", false
+	}
+	return key[:i], true
+}
+
+// PendingSince is when the event of a pending key was accepted.
+func PendingSince(key string) (time.Time, bool) {
+	ms, _, ok := strings.Cut(strings.TrimPrefix(key, PendingPrefix), "#")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || !strings.HasPrefix(key, PendingPrefix) {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n), true
+}
+
+// IsPending reports whether item is an event accepted and not yet
+// sequenced.
+func IsPending(item map[string]types.AttributeValue) bool {
+	rk, ok := item[AttrPosition].(*types.AttributeValueMemberS)
+	return ok && strings.HasPrefix(rk.Value, PendingPrefix)
+}
+
+// EncodePending is ev as an accepted event's item: at the pending
+// position key, ev.Position unused.
+func EncodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
+	item := EncodeEvent(ev)
+	item[AttrPosition] = S(key)
+	return item
 }

@@ -3,10 +3,13 @@ package spaces
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -75,6 +78,13 @@ const (
 	attrMembers    = "members"
 	attrOwners     = "owners"
 	attrSpaceCount = "n"
+	// attrPending is a member item's count of the member's events
+	// accepted and not yet sequenced (package sequencer): an accept adds
+	// to it, the pass that places them takes it back.
+	attrPending = "pending"
+	// attrLeaving is until when (Unix ms) a member being removed is
+	// accepted nothing (MarkLeaving).
+	attrLeaving = "leaving_ms"
 )
 
 // The answers to a refused change of a space.
@@ -96,7 +106,7 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 	g := NewGuard(t, stream, caller)
 	op := evs[0].Type
 	if op != TypeSpaceCreated && op != TypeMemberAdded && op != TypeMemberRemoved {
-		g.Check(RoleCheck(t, stream, caller, RoleOwner, RoleWriter), nil)
+		CheckRole(g, t, stream, caller, RoleOwner, RoleWriter)
 		return g, nil
 	}
 	if len(evs) != 1 {
@@ -118,7 +128,7 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		if p.Member == caller {
 			return nil, ErrAlreadyMember
 		}
-		g.Check(RoleCheck(t, stream, caller, RoleOwner), nil)
+		CheckRole(g, t, stream, caller, RoleOwner)
 		g.Check(t.PutNew(stream, memberPrefix+p.Member, map[string]types.AttributeValue{attrRole: eventtable.S(p.Role)}), ErrAlreadyMember)
 		g.Check(countMembers(t, stream, 1, p.Role == RoleOwner), ErrMembersLimit)
 		name, err := spaceName(ctx, t, stream)
@@ -128,7 +138,7 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		joined(t, g, stream, p.Member, p.Role, name)
 	case TypeMemberRemoved:
 		if p.Member != caller {
-			g.Check(RoleCheck(t, stream, caller, RoleOwner), nil)
+			CheckRole(g, t, stream, caller, RoleOwner)
 		}
 		had, found, err := Role(ctx, t, stream, p.Member)
 		if err != nil {
@@ -145,17 +155,22 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		// The member item as read is what the delete is conditioned on:
 		// gone, or changed (added back, another role) since; then read it
 		// again and make the removal anew, at what is there now.
-		g.Explain = map[int]func(context.Context) error{len(g.Writes) - 1: func(ctx context.Context) error {
-			_, now, err := Role(ctx, t, stream, p.Member)
+		if g.Explain == nil {
+			g.Explain = map[int]func(context.Context) error{}
+		}
+		g.Explain[len(g.Writes)-1] = func(ctx context.Context) error {
+			now, err := readMember(ctx, t, stream, p.Member)
 			switch {
 			case err != nil:
 				return err
-			case now || found:
+			case now.found && now.role == had && now.pending:
+				return ErrMemberPending
+			case now.found || found:
 				return fmt.Errorf("%w: the member changed while being removed", idempotency.ErrTransactionConflict)
 			default:
 				return gone
 			}
-		}}
+		}
 		p.Role = had
 		if g.Payload, err = json.Marshal(p); err != nil {
 			return nil, err
@@ -195,23 +210,126 @@ func left(t eventtable.Table, g *eventtable.Guard, stream, member string) {
 	}}, nil)
 }
 
-// RoleCheck is the condition that caller is a member of stream with one
-// of roles.
+// RoleCheck is the condition of a commit at the head that caller is a
+// member of stream with one of roles and has no accepted event waiting to
+// be sequenced: a commit at the head would be listed before it, against
+// the order the member wrote them in.
 func RoleCheck(t eventtable.Table, stream, caller string, roles ...string) types.TransactWriteItem {
-	names := map[string]string{"#r": attrRole}
+	cond, names, values := roleCondition(roles)
+	names["#pn"] = attrPending
+	values[":zero"] = eventtable.N(0)
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                 aws.String(t.Name),
+		Key:                       eventtable.Key(stream, memberPrefix+caller),
+		ConditionExpression:       aws.String(cond + " AND " + noPending),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}}
+}
+
+// CheckRole adds RoleCheck to g, its failure answered by what the member
+// item holds now: not a member, a role that may not, or (a role that may)
+// accepted events that were still waiting, ErrMemberPending.
+func CheckRole(g *eventtable.Guard, t eventtable.Table, stream, caller string, roles ...string) {
+	g.Check(RoleCheck(t, stream, caller, roles...), nil)
+	if g.Explain == nil {
+		g.Explain = map[int]func(context.Context) error{}
+	}
+	g.Explain[len(g.Writes)-1] = func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, roles) }
+}
+
+// noPending is the condition that a member item counts no pending
+// events (#pn, :zero).
+const noPending = "(attribute_not_exists(#pn) OR #pn = :zero)"
+
+// AcceptCheck is the role check of an accept (package eventlog): that
+// caller is an owner or a writer of stream, counting the n events it
+// accepts as theirs, pending, on their member item. A removal waits for
+// that count to come back to 0 (package sequencer takes it back as it
+// places them), so that none of them is listed after it.
+//
+// A member being removed (MarkLeaving) is accepted nothing until the mark
+// lapses, so that their count can come down to 0.
+func AcceptCheck(t eventtable.Table, stream, caller string, n int, now time.Time) types.TransactWriteItem {
+	cond, names, values := roleCondition([]string{RoleOwner, RoleWriter})
+	names["#pn"], names["#lv"] = attrPending, attrLeaving
+	values[":n"] = eventtable.N(uint64(n))
+	values[":now"] = eventtable.N(uint64(now.UnixMilli()))
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(t.Name),
+		Key:                       eventtable.Key(stream, memberPrefix+caller),
+		UpdateExpression:          aws.String("ADD #pn :n"),
+		ConditionExpression:       aws.String(cond + " AND (attribute_not_exists(#lv) OR #lv < :now)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}}
+}
+
+// leavingFor is how long a removal's mark stops a member's accepts: long
+// enough to place what they have pending, short enough that a removal
+// given up on (its request never retried) does not stop them for long.
+const leavingFor = 30 * time.Second
+
+// MarkLeaving stops member's accepts for leavingFor from now, so that a
+// removal waiting for their pending count to come down to 0 is not
+// outrun by their next accepts. A removal that commits deletes the mark
+// with the item; one that does not leaves it to lapse.
+func MarkLeaving(ctx context.Context, t eventtable.Table, stream, member string, now time.Time) error {
+	_, err := t.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.Name),
+		Key:                       eventtable.Key(stream, memberPrefix+member),
+		UpdateExpression:          aws.String("SET #lv = :until"),
+		ConditionExpression:       aws.String("attribute_exists(#r)"),
+		ExpressionAttributeNames:  map[string]string{"#lv": attrLeaving, "#r": attrRole},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventtable.N(uint64(now.Add(leavingFor).UnixMilli()))},
+	})
+	var gone *types.ConditionalCheckFailedException
+	if errors.As(err, &gone) {
+		return nil // not a member: the removal's own condition answers
+	}
+	if err != nil {
+		return dynamodbstore.Classify(fmt.Errorf("mark a member leaving: %w", err))
+	}
+	return nil
+}
+
+// Placed is the write of a sequencer's pass that takes n of member's
+// events off their pending count once placed: conditioned on the member
+// item being there, which it is while the count is above 0 (a removal
+// waits for 0).
+func Placed(t eventtable.Table, stream, member string, n int) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(t.Name),
+		Key:                       eventtable.Key(stream, memberPrefix+member),
+		UpdateExpression:          aws.String("ADD #pn :minus"),
+		ConditionExpression:       aws.String("attribute_exists(#r)"),
+		ExpressionAttributeNames:  map[string]string{"#pn": attrPending, "#r": attrRole},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": &types.AttributeValueMemberN{Value: strconv.Itoa(-n)}},
+	}}
+}
+
+// WhyNotAccepted answers caller's failed AcceptCheck: not a member, a
+// role that may not write, or ErrMemberPending for one being removed.
+func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller string) error {
+	return whyRefused(ctx, t, stream, caller, []string{RoleOwner, RoleWriter})
+}
+
+// ErrMemberPending is why a commit at the head was refused when the
+// member it checks has accepted events not yet sequenced: the caller
+// sequences the stream (or accepts instead) and tries again. It is never
+// an answer to a client.
+var ErrMemberPending = errors.New("spaces: the member has accepted events waiting to be sequenced")
+
+// roleCondition is the condition that a member item's role is one of
+// roles, with its names and values.
+func roleCondition(roles []string) (string, map[string]string, map[string]types.AttributeValue) {
 	values := map[string]types.AttributeValue{}
 	in := make([]string, len(roles))
 	for i, r := range roles {
 		in[i] = ":r" + strconv.Itoa(i)
 		values[in[i]] = eventtable.S(r)
 	}
-	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(stream, memberPrefix+caller),
-		ConditionExpression:       aws.String("#r IN (" + strings.Join(in, ", ") + ")"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}}
+	return "#r IN (" + strings.Join(in, ", ") + ")", map[string]string{"#r": attrRole}, values
 }
 
 // countMembers adds delta to the space's members (and owners, if owner),
@@ -245,28 +363,42 @@ const noRole = "none"
 // deleteMember deletes member's item if it still has role, the role read
 // (noRole when it was not there: a condition no item meets, so that the commit
 // still fails, and still tells a replay, its key recorded, from a member
-// who is not there, even if one is added meanwhile).
+// who is not there, even if one is added meanwhile), and counts no pending
+// events: each was accepted before the removal, and is placed before it.
 func deleteMember(t eventtable.Table, stream, member, role string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{
 		TableName: aws.String(t.Name), Key: eventtable.Key(stream, memberPrefix+member),
-		ConditionExpression:       aws.String("#r = :r"),
-		ExpressionAttributeNames:  map[string]string{"#r": attrRole},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":r": eventtable.S(role)},
+		ConditionExpression:       aws.String("#r = :r AND " + noPending),
+		ExpressionAttributeNames:  map[string]string{"#r": attrRole, "#pn": attrPending},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": eventtable.S(role), ":zero": eventtable.N(0)},
 	}}
 }
 
 // Role is user's role in the space of stream, read with strong
 // consistency; found is false when they are not a member.
 func Role(ctx context.Context, t eventtable.Table, stream, user string) (role string, found bool, _ error) {
+	m, err := readMember(ctx, t, stream, user)
+	return m.role, m.found, err
+}
+
+// member is a member item as read.
+type member struct {
+	role    string
+	found   bool
+	pending bool // events accepted, not yet sequenced
+}
+
+func readMember(ctx context.Context, t eventtable.Table, stream, user string) (member, error) {
 	item, err := t.Get(ctx, stream, memberPrefix+user, "member")
 	if err != nil {
-		return "", false, err
+		return member{}, err
 	}
 	r, ok := item[attrRole].(*types.AttributeValueMemberS)
 	if !ok {
-		return "", false, nil
+		return member{}, nil
 	}
-	return r.Value, true, nil
+	n, _ := item[attrPending].(*types.AttributeValueMemberN)
+	return member{role: r.Value, found: true, pending: n != nil && n.Value != "0"}, nil
 }
 
 func spaceName(ctx context.Context, t eventtable.Table, stream string) (string, error) {
@@ -285,20 +417,25 @@ func spaceName(ctx context.Context, t eventtable.Table, stream string) (string, 
 // checks (RoleCheck, refusal nil) are answered by whether caller is a
 // member at all: ErrRoleForbids or ErrNotMember.
 func NewGuard(t eventtable.Table, stream, caller string) *eventtable.Guard {
-	return &eventtable.Guard{Unexplained: func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller) }}
+	return &eventtable.Guard{Unexplained: func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, nil) }}
 }
 
 // whyRefused answers the caller's failed role check: whether they are a
 // member at all.
-func whyRefused(ctx context.Context, t eventtable.Table, stream, caller string) error {
-	_, found, err := Role(ctx, t, stream, caller)
+// roles, when given, are those the check allowed: a member with one of
+// them failed on something else, accepted events still waiting
+// (ErrMemberPending), even if placed since.
+func whyRefused(ctx context.Context, t eventtable.Table, stream, caller string, roles []string) error {
+	m, err := readMember(ctx, t, stream, caller)
 	switch {
 	case err != nil:
 		return err
-	case found:
-		return ErrRoleForbids
-	default:
+	case !m.found:
 		return ErrNotMember
+	case m.pending || slices.Contains(roles, m.role):
+		return ErrMemberPending
+	default:
+		return ErrRoleForbids
 	}
 }
 

@@ -39,6 +39,11 @@ func NewFromConfig(ctx context.Context, cfg config.Config, out Output) (*Handler
 type Output struct {
 	Log     *slog.Logger
 	Metrics *metrics.Writer
+	// Accepted, when set, turns on the busy-space path
+	// (eventlog.Log.AcceptWhenContended) and is told of the stream of
+	// each write accepted, to sequence it: make run and the tests give a
+	// sequencer.Worker's Wake. Nil, a space's writes commit at its head.
+	Accepted func(stream string)
 }
 
 // envelope is how the API's mutations are put through package mutation:
@@ -78,6 +83,9 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	client = ddb.WithCallStats(client)
 	changes := ratelimit.Bucket{Rate: float64(cfg.ChangesPerSecond), Burst: float64(cfg.ChangesBurst)}
 	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable), changes)
+	if out.Accepted != nil {
+		events.AcceptWhenContended(out.Accepted)
+	}
 	flow := idempotency.NewFlow(events, idempotency.Options{
 		Retention: cfg.Retention,
 		Cache:     idempotency.NewReplayCache(cfg.ReplayCacheBytes),

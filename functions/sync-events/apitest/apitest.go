@@ -32,7 +32,9 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/internal/sequencer"
 )
 
 // Harness is the real handler on a real DynamoDB-compatible backend: one
@@ -43,6 +45,9 @@ type Harness struct {
 	H *api.Handler
 	// cfg is what H was wired with; other environments get the same.
 	cfg config.Config
+	// sequencer, when set (NewSequenced), sequences what every
+	// environment on the backend accepts.
+	sequencer *sequencer.Worker
 
 	logMu sync.Mutex
 	logs  bytes.Buffer
@@ -74,11 +79,49 @@ func (hs *Harness) Rewire() {
 	hs.H = api.Wire(hs.B.Client, hs.cfg, hs.Output())
 }
 
-// Output sends the handler's log and metrics lines to hs's buffers.
+// Output sends the handler's log and metrics lines to hs's buffers, and
+// its accepts to hs's sequencer, if it has one.
 func (hs *Harness) Output() api.Output {
-	return api.Output{
+	out := api.Output{
 		Log:     slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil)),
 		Metrics: metrics.NewWriter(syncWriter{&hs.logMu, &hs.metrics}, "sync-events-test"),
+	}
+	if hs.sequencer != nil {
+		out.Accepted = hs.sequencer.Wake
+	}
+	return out
+}
+
+// NewSequenced is New with the busy-space path on
+// (eventlog.Log.AcceptWhenContended) in every environment of the
+// backend, and one sequencer for them all, on the backend's client (its
+// calls counted, its faults injected), as the poke function is one
+// consumer of the table's stream deployed.
+func NewSequenced(t testing.TB) *Harness {
+	t.Helper()
+	hs := &Harness{T: t, B: ddbtest.Start(t)}
+	hs.cfg = TablesConfig(hs.B.Tables)
+	hs.sequencer = sequencer.NewWorker(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, nil)
+	t.Cleanup(hs.sequencer.Close)
+	hs.Rewire()
+	return hs
+}
+
+// Sequenced is how many accepted events hs's sequencer placed so far.
+func (hs *Harness) Sequenced() int {
+	if hs.sequencer == nil {
+		return 0
+	}
+	return hs.sequencer.Placed()
+}
+
+// Settle waits until the sequencer has placed every event accepted so
+// far (none without a sequencer), failing the test if it has not within
+// 30 s: a pass that cannot commit retries for ever.
+func (hs *Harness) Settle() {
+	hs.T.Helper()
+	if hs.sequencer != nil && !hs.sequencer.IdleWithin(30*time.Second) {
+		hs.T.Fatal("the sequencer has not placed every accepted event within 30 s (a pass keeps failing: see its log)")
 	}
 }
 
@@ -99,14 +142,14 @@ func (hs *Harness) Metrics() string {
 // ForTest is hs for one fuzz execution: the same handler and backend,
 // failing t (its logs stay with hs).
 func (hs *Harness) ForTest(t testing.TB) *Harness {
-	return &Harness{T: t, B: hs.B, H: hs.H, cfg: hs.cfg}
+	return &Harness{T: t, B: hs.B, H: hs.H, cfg: hs.cfg, sequencer: hs.sequencer}
 }
 
 // NewEnvironment is another Lambda execution environment on hs's backend:
 // a handler of its own, with an empty replay cache.
 func (hs *Harness) NewEnvironment() *Harness {
 	hs.T.Helper()
-	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg}
+	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg, sequencer: hs.sequencer}
 	other.Rewire()
 	return other
 }

@@ -1,0 +1,257 @@
+// Package sequencer gives a space's accepted events their positions. An
+// accept (package eventlog) stores an event under a pending key, below
+// every position, with the writer's role check and a count of their
+// pending events on their member item, and touches no head, so writers
+// to one busy space do not fail on each other. A pass here reads the
+// stream's pending events in the order accepted and, in one transaction
+// conditioned on the head, sets each one's position (conditioned on it
+// still being pending), takes them off their members' counts and moves
+// the head past them. A sequenced event is an ordinary event: reads,
+// cursors and retention never see the difference.
+//
+// It owns the pass and an in-process Worker that runs passes when told
+// of an accept (make run and the tests; deployed, the poke function runs
+// them from the table's stream). It does not own the pending keys
+// (package eventtable) nor the member items (package spaces).
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
+	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/syncevent"
+)
+
+// Limits of one pass: DynamoDB's 100 actions a transaction (the head
+// and each member's count take one each) and 4 MB, kept under with room
+// for the head and the counts.
+const (
+	maxActions = 100
+	maxBytes   = 3 << 20
+)
+
+// maxHeadAttempts bounds the passes made again at a head that other
+// commits keep moving.
+const maxHeadAttempts = 8
+
+// Drain sequences stream's pending events until none is left, and
+// returns how many it placed. Any number of Drains may run at once on
+// one stream: every write is conditioned, so they cost each other calls,
+// never a position.
+func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) {
+	placed := 0
+	for {
+		n, err := Pass(ctx, t, stream)
+		placed += n
+		if err != nil || n == 0 {
+			return placed, err
+		}
+	}
+}
+
+// Pass sequences the pending events at the front of stream, whole
+// requests of them, as many as one transaction holds, and returns how
+// many it placed (0: none pending).
+func Pass(ctx context.Context, t eventtable.Table, stream string) (int, error) {
+	head, err := readHead(ctx, t, stream)
+	if err != nil {
+		return 0, err
+	}
+	for attempt := 1; ; attempt++ {
+		batch, err := front(ctx, t, stream)
+		if err != nil || len(batch) == 0 {
+			return 0, err
+		}
+		err = place(ctx, t, stream, head, batch)
+		var cancelled *types.TransactionCanceledException
+		if !errors.As(err, &cancelled) {
+			if err != nil {
+				return 0, dynamodbstore.Classify(fmt.Errorf("sequence %d events: %w", len(batch), err))
+			}
+			return len(batch), nil
+		}
+		if attempt == maxHeadAttempts {
+			return 0, fmt.Errorf("%w: the head of the stream kept moving while sequencing", idempotency.ErrTransactionConflict)
+		}
+		// The head moved (a commit at the head, another pass) or an event
+		// was placed by another pass: the head as the failure returned it,
+		// or read again, and the front read again.
+		if head, err = headAfter(ctx, t, stream, cancelled); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// pending is an accepted event as a pass needs it.
+type pending struct {
+	id, key, author string
+}
+
+// front reads stream's pending events in the order accepted, whole
+// requests of them, within one transaction's limits.
+func front(ctx context.Context, t eventtable.Table, stream string) ([]pending, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(t.Name),
+		IndexName:                 aws.String(eventtable.ByReceivedIndex),
+		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#rk, :pending)"),
+		ExpressionAttributeNames:  map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": eventtable.S(stream), ":pending": eventtable.S(eventtable.PendingPrefix)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(maxActions),
+	}
+	var taken, request []pending
+	var requestBytes, bytes int
+	authors := map[string]bool{}
+	requestKey := ""
+	// fits reports whether the request read so far may join what is taken.
+	fits := func() bool {
+		newAuthors := 0 // a request is one writer's: one more count, or none
+		if !authors[request[0].author] {
+			newAuthors = 1
+		}
+		return len(taken)+len(request)+len(authors)+newAuthors+1 <= maxActions && bytes+requestBytes <= maxBytes
+	}
+	// takeRequest moves the request read so far to what is taken, if it fits.
+	takeRequest := func() bool {
+		if len(request) == 0 {
+			return true
+		}
+		if !fits() && len(taken) > 0 {
+			return false
+		}
+		taken = append(taken, request...)
+		bytes += requestBytes
+		authors[request[0].author] = true
+		request, requestBytes = nil, 0
+		return true
+	}
+	for {
+		page, err := t.Client.Query(ctx, in)
+		if err != nil {
+			return nil, dynamodbstore.Classify(fmt.Errorf("query pending events: %w", err))
+		}
+		for _, item := range page.Items {
+			p, size, err := decode(item)
+			if err != nil {
+				return nil, err
+			}
+			key, _ := eventtable.PendingRequest(p.key)
+			if key != requestKey {
+				if !takeRequest() {
+					return taken, nil
+				}
+				requestKey = key
+			}
+			request = append(request, p)
+			requestBytes += size
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			takeRequest()
+			return taken, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// decode reads a pending event item and about its size.
+func decode(item map[string]types.AttributeValue) (pending, int, error) {
+	var p pending
+	size := 0
+	for name, into := range map[string]*string{eventtable.AttrID: &p.id, eventtable.AttrPosition: &p.key, eventtable.AttrAuthor: &p.author} {
+		v, ok := item[name].(*types.AttributeValueMemberS)
+		if !ok {
+			return pending{}, 0, fmt.Errorf("%w: a pending event lacks %s", eventtable.ErrBadItem, name)
+		}
+		*into = v.Value
+	}
+	for name, v := range item {
+		size += len(name)
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			size += len(s.Value)
+		} else {
+			size += 16
+		}
+	}
+	return p, size, nil
+}
+
+// place is one transaction: each of batch at the positions after head,
+// each conditioned on still being pending; their members' counts taken
+// back; the head moved past them, conditioned on being at head.
+func place(ctx context.Context, t eventtable.Table, stream string, head eventtable.Head, batch []pending) error {
+	writes := make([]types.TransactWriteItem, 0, len(batch)+2)
+	counts := map[string]int{}
+	var authors []string
+	for i, p := range batch {
+		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
+			TableName:                aws.String(t.Name),
+			Key:                      eventtable.Key(stream, p.id),
+			UpdateExpression:         aws.String("SET #rk = :p"),
+			ConditionExpression:      aws.String("#rk = :pending"),
+			ExpressionAttributeNames: map[string]string{"#rk": eventtable.AttrPosition},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":p": eventtable.S(syncevent.At(head.Seq + uint64(i) + 1).SortKey()), ":pending": eventtable.S(p.key),
+			},
+		}})
+		if counts[p.author] == 0 {
+			authors = append(authors, p.author)
+		}
+		counts[p.author]++
+	}
+	for _, a := range authors {
+		writes = append(writes, spaces.Placed(t, stream, a, counts[a]))
+	}
+	writes = append(writes, moveHead(t, stream, head, uint64(len(batch))))
+	_, err := t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	return err
+}
+
+// moveHead moves stream's head n past head, keeping its rate bucket,
+// conditioned on it being at head (no head item for 0), and returning the
+// head item as it stands if not.
+func moveHead(t eventtable.Table, stream string, head eventtable.Head, n uint64) types.TransactWriteItem {
+	put := &types.Put{
+		TableName:                           aws.String(t.Name),
+		Item:                                eventtable.EncodeHead(stream, eventtable.Head{Seq: head.Seq + n, Bucket: head.Bucket}),
+		ExpressionAttributeNames:            map[string]string{"#id": eventtable.AttrID},
+		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if head.Seq > 0 {
+		put.ExpressionAttributeNames = map[string]string{"#seq": eventtable.AttrSeq}
+		put.ConditionExpression = aws.String("#seq = :from")
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": eventtable.N(head.Seq)}
+	}
+	return types.TransactWriteItem{Put: put}
+}
+
+// headAfter is the head a cancelled pass found: as the
+// failure returned it, or read again where the backend returns no item
+// (or the head was not what failed).
+func headAfter(ctx context.Context, t eventtable.Table, stream string, c *types.TransactionCanceledException) (eventtable.Head, error) {
+	reasons := c.CancellationReasons
+	if len(reasons) > 0 {
+		last := reasons[len(reasons)-1]
+		if aws.ToString(last.Code) == "ConditionalCheckFailed" && len(last.Item) > 0 {
+			return eventtable.DecodeHead(last.Item)
+		}
+	}
+	return readHead(ctx, t, stream)
+}
+
+func readHead(ctx context.Context, t eventtable.Table, stream string) (eventtable.Head, error) {
+	item, err := t.Get(ctx, stream, eventtable.HeadID, "head")
+	if err != nil {
+		return eventtable.Head{}, err
+	}
+	return eventtable.DecodeHead(item)
+}
