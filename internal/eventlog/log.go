@@ -39,7 +39,8 @@ type Log struct {
 // accepted (one transaction of its record, the writer's role check and
 // the event under a pending key, no head) and listed once package
 // sequencer places it; wake is told of the stream of each accept, to
-// sequence it (deployed, the table's stream does, and wake does nothing).
+// sequence it (nil: something else sequences, such as a consumer of the
+// table's stream).
 // The user's own streams, membership changes and deletions always commit
 // at the head.
 func (l *Log) AcceptWhenContended(wake func(stream string)) {

@@ -10,8 +10,8 @@
 // cursors and retention never see the difference.
 //
 // It owns the pass and an in-process Worker that runs passes when told
-// of an accept (make run and the tests; deployed, the poke function runs
-// them from the table's stream). It does not own the pending keys
+// of an accept (the tests, apitest.NewSequenced; nothing deployed runs
+// passes yet, which is why the Lambda leaves accepts off). It does not own the pending keys
 // (package eventtable) nor the member items (package spaces).
 package sequencer
 

@@ -10,9 +10,9 @@ import (
 	"github.com/sync-events/sync-events/internal/eventtable"
 )
 
-// Worker drains streams in the background when told of an accept: what
-// the table's stream does deployed, for make run (kumo writes no stream
-// records for transactions) and the tests. One Worker serves a process;
+// Worker drains streams in the background when told of an accept, in
+// the process that accepts them: the tests' sequencer (a consumer of the
+// table's stream is to do this deployed). One Worker serves a process;
 // a Wake while its stream drains makes one more drain after it, so no
 // accept is missed and wakes do not pile up.
 type Worker struct {

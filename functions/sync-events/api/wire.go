@@ -41,8 +41,9 @@ type Output struct {
 	Metrics *metrics.Writer
 	// Accepted, when set, turns on the busy-space path
 	// (eventlog.Log.AcceptWhenContended) and is told of the stream of
-	// each write accepted, to sequence it: make run and the tests give a
-	// sequencer.Worker's Wake. Nil, a space's writes commit at its head.
+	// each write accepted, to sequence it: the tests give a
+	// sequencer.Worker's Wake. Nil (the Lambda, make run), a space's
+	// writes commit at its head.
 	Accepted func(stream string)
 }
 
