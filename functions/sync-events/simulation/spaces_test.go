@@ -101,7 +101,7 @@ func removalRace(t *testing.T, hs *apitest.Harness) {
 	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 100 * time.Millisecond, Times: 1 << 30})
 
 	var answered sync.Map // event id → its writer, for every 201
-	var refusedAfter atomic.Int64
+	var refusedAfter, removedAnswered atomic.Int64
 	var stop atomic.Bool
 	var writing sync.WaitGroup
 	for wi, w := range writers {
@@ -113,6 +113,9 @@ func removalRace(t *testing.T, hs *apitest.Harness) {
 					switch {
 					case resp.StatusCode == 201:
 						answered.Store(id, w)
+						if w == removed {
+							removedAnswered.Add(1)
+						}
 					case resp.StatusCode == 403 && w == removed && strings.Contains(resp.Body, "SPACE_NOT_MEMBER"):
 						refusedAfter.Add(1)
 						return
@@ -124,7 +127,13 @@ func removalRace(t *testing.T, hs *apitest.Harness) {
 			})
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	// The removal goes in once the removed writer has had a write answered
+	// and the writers are busy: on a slow machine a fixed wait can end
+	// before that writer wins a single commit, and the race is not run.
+	for deadline := time.Now().Add(30 * time.Second); removedAnswered.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
 	if resp := spaceCall(t, envs[0], "DELETE", members+"/"+removed, owner, ""); resp.StatusCode != 200 {
 		t.Errorf("remove: %d %s", resp.StatusCode, resp.Body)
 	}
