@@ -5,7 +5,7 @@ import { deletedId, PullError, pullEvents } from "./pull.js";
 import { type DrainReport, SyncQueue } from "./queue.js";
 import type { RetryOptions } from "./retry.js";
 import * as spaceApi from "./spaces.js";
-import { memoryStorage, type StreamStore, type SyncStorage } from "./storage.js";
+import { type KeptView, memoryStorage, type StreamStore, type SyncStorage } from "./storage.js";
 import type { ApiError, ListedEvent, NewEvent, QueueEntry } from "./types.js";
 import { uuidv4 } from "./uuid.js";
 
@@ -48,8 +48,11 @@ export type StopReason = "signed_out" | "wrong_user" | "forbidden" | "gone" | "r
  * Where a stream (or the app, for status at the top) stands:
  * "offline", the device offline, writes waiting; "sending", writes being
  * sent; "online", reachable but not yet caught up (or the last try failed,
- * `error` says how; it is retried); "synced", every write sent and the
- * last pull at the stream's end; "stopped", see StopReason.
+ * `error` says how; it is retried); "synced", every write sent and listed
+ * by a pull, and the last pull at the stream's end; "stopped", see
+ * StopReason. A write answered 201 is stored, but in a busy space it may
+ * be listed by pulls a moment later (typically under a second): until a
+ * pull lists it the status stays "online", not "synced".
  */
 export type SyncStatus =
   | { kind: "offline" | "sending" | "online" | "synced"; error?: string }
@@ -71,11 +74,19 @@ export interface PendingWrite {
 
 /** One stream as the app reads it. */
 export interface StreamView<S> {
-  /** The optimistic state: the confirmed one with the pending writes folded on top. */
+  /**
+   * The optimistic state: the confirmed one with the pending writes folded
+   * on top, and the writes the server answered that no pull has listed yet
+   * (in a busy space a 201's event is listed a moment later), kept across
+   * a reload. One still unlisted 10 minutes after its answer is dropped
+   * from the top when a pull ends: it was deleted and trimmed away, or
+   * listed before a lost answer came again.
+   */
   state: S;
   /** The state folded from the confirmed events alone, in commit order. */
   confirmed: S;
   status: SyncStatus;
+  /** The writes queued or refused; an answered write leaves it (and stays in `state` until a pull lists it). */
   writes: readonly PendingWrite[];
   /** Whether what the device kept has been read: false only for a moment after creation. */
   loaded: boolean;
@@ -162,6 +173,18 @@ export interface SyncClient<S> {
 
 const MINE = "me";
 const spaceStream = (space: string) => `space:${space}`;
+
+/**
+ * How long an answered write waits to be listed before it is dropped from
+ * the top of the state (status may then say "synced"): a sequencer behind
+ * lists it later than that only in an outage, and one never listed (deleted
+ * and trimmed by retention before a pull came, or listed by a pull before
+ * a lost answer's replay) must not keep the status from "synced" for ever.
+ */
+const SENT_WAIT_MS = 10 * 60_000;
+
+/** A write the server answered that no pull has listed yet, and when it was answered. */
+type Sent = NonNullable<KeptView["sent"]>[number];
 
 /**
  * The one client of an app: for the user's own stream and each followed
@@ -381,8 +404,8 @@ class Stream<S> {
   #cursor: string | undefined;
   #spaces: string[] | undefined;
   #entries: QueueEntry[] = [];
-  /** Entries the server answered that no pull has brought yet: still on top of the confirmed state. */
-  #sent: QueueEntry[] = [];
+  /** Entries the server answered that no pull has brought yet: still on top of the confirmed state, and kept in the view. */
+  #sent: Sent[] = [];
   #stopped: { reason: StopReason; error?: string } | undefined;
   #sending = 0; // drains running
   /** For each drain running: the ids pulls brought meanwhile, which an entry it settles needs no more on top. */
@@ -422,6 +445,7 @@ class Stream<S> {
       this.#confirmed = kept.state as S;
       this.#cursor = kept.cursor;
       this.#spaces = kept.spaces;
+      this.#sent = kept.sent ?? [];
     }
     this.#entries = entries;
     this.#render();
@@ -521,10 +545,16 @@ class Stream<S> {
     }
     const after = await this.store.list();
     const kept = new Set(after.map((e) => e.key));
-    const held = new Set(this.#sent.map((e) => e.key));
+    const held = new Set(this.#sent.map((s) => s.entry.key));
     const answered = before.filter((e) => e.status === "pending" && !kept.has(e.key) && !held.has(e.key) && !pulled.has(e.event.id));
-    this.#sent = [...this.#sent, ...answered];
+    const answeredAt = Date.now();
+    this.#sent = [...this.#sent, ...answered.map((entry) => ({ entry, answeredAt }))];
     this.#entries = after;
+    // Not once closed: unfollow() and signOut() clear the store, which must stay clear.
+    if (answered.length > 0 && this.#stopped?.reason !== "closed") {
+      // Best effort: the queue let them go already; unsaved, a reload shows them only once pulled.
+      await this.#save().catch(() => undefined);
+    }
     this.#error = report.stopped === undefined || report.stopped === "offline" ? undefined : (report.error ?? report.stopped);
     const stop = queueStop(report);
     if (stop !== undefined) {
@@ -565,8 +595,9 @@ class Stream<S> {
       const seen = new Set(page.events.map((ev) => deletedId(ev) ?? ev.id));
       this.#confirmed = state;
       this.#cursor = page.cursor;
+      // Saved with the state that now holds them: a reload never folds a listed write twice.
+      this.#sent = this.#sent.filter((s) => !seen.has(s.entry.event.id));
       await this.#save();
-      this.#sent = this.#sent.filter((e) => !seen.has(e.event.id));
       for (const during of this.#pulledDuring) {
         for (const id of seen) {
           during.add(id);
@@ -574,9 +605,20 @@ class Stream<S> {
       }
       this.#render();
     }
+    await this.#dropStale();
     this.#synced = true;
     this.#error = undefined;
     this.#render();
+  }
+
+  /** Drops the answered writes no pull has listed for SENT_WAIT_MS (see there). */
+  async #dropStale(): Promise<void> {
+    const now = Date.now();
+    const fresh = this.#sent.filter((s) => now - s.answeredAt < SENT_WAIT_MS);
+    if (fresh.length < this.#sent.length) {
+      this.#sent = fresh;
+      await this.#save();
+    }
   }
 
   #save(): Promise<void> {
@@ -584,6 +626,7 @@ class Stream<S> {
       state: this.#confirmed,
       ...(this.#cursor !== undefined && { cursor: this.#cursor }),
       ...(this.#spaces !== undefined && { spaces: this.#spaces }),
+      ...(this.#sent.length > 0 && { sent: this.#sent }),
     });
   }
 
@@ -602,7 +645,7 @@ class Stream<S> {
 
   /** Folds the pending writes over the confirmed state and tells the client. */
   #render(): void {
-    const pending = [...this.#sent, ...this.#entries.filter((e) => e.status === "pending")];
+    const pending = [...this.#sent.map((s) => s.entry), ...this.#entries.filter((e) => e.status === "pending")];
     let state = pending.length === 0 ? this.#confirmed : copy(this.#confirmed);
     try {
       for (const e of pending) {

@@ -30,12 +30,21 @@ export interface QueueStorage {
  * What a SyncClient keeps of one stream besides its queue: the app's state
  * folded from the confirmed events, and the cursor it was folded to, saved
  * together in one write so that a crash never leaves one without the
- * other; and, in the user's own stream's, the spaces the client follows.
+ * other; the writes answered but not yet listed; and, in the user's own
+ * stream's, the spaces the client follows.
  */
 export interface KeptView {
   state: unknown;
   cursor?: string;
   spaces?: string[];
+  /**
+   * The writes the server answered (their entries, left the queue) that no
+   * pull has listed yet, each with when it was answered (ms since the
+   * epoch): a reload folds them on top again rather than drop them from
+   * the view until a pull lists them. Saved in the same write as the state
+   * and cursor, so a listed write never stays on top of the state holding it.
+   */
+  sent?: { entry: QueueEntry; answeredAt: number }[];
 }
 
 /**

@@ -78,12 +78,14 @@ export function storageContract(name: string, device: () => ContractDevice | Pro
       const d = await device();
       const v = d.storage().open("u", "me");
       assert.equal(await v.loadView(), undefined, "none before the first save");
-      await v.saveView({ state: { notes: ["x"] }, cursor: "p0000000000000001" });
-      await v.saveView({ state: { notes: ["x", "é 🚀"] }, cursor: "p0000000000000002", spaces: ["s1"] });
+      await v.saveView({ state: { notes: ["x"] }, cursor: "p0000000000000001", sent: [{ entry: entry(1), answeredAt: 1 }] });
+      const sent = [{ entry: entry(2), answeredAt: 1_780_000_000_000 }];
+      await v.saveView({ state: { notes: ["x", "é 🚀"] }, cursor: "p0000000000000002", spaces: ["s1"], sent });
       assert.deepEqual(await d.storage().open("u", "me").loadView(), {
         state: { notes: ["x", "é 🚀"] },
         cursor: "p0000000000000002",
         spaces: ["s1"],
+        sent,
       });
     });
 

@@ -17,17 +17,20 @@ import kotlinx.coroutines.flow.asStateFlow
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
+import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.longOrNull
 import okhttp3.OkHttpClient
 import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicReference
 
 /** Where the client stands. */
 public sealed interface SyncStatus {
-    /** Writes are being sent or the stream pulled. */
+    /** Writes are being sent or the stream pulled, or a write answered is not listed by a pull yet ([SyncClient.waiting]). */
     public data object Syncing : SyncStatus
 
-    /** Every write answered and the last pull reached the stream's end. */
+    /** Every write answered and listed by a pull, and the last pull reached the stream's end. */
     public data object Synced : SyncStatus
 
     /** The last sync failed in a way that is retried on the next [SyncClient.sync] (no answer, say). */
@@ -36,6 +39,17 @@ public sealed interface SyncStatus {
     /** Stopped until the app acts (a 401, another user's token, a space's 403): writes stay queued with their keys. */
     public data class Stopped(val reason: StopReason, val error: String?) : SyncStatus
 }
+
+/** The value beside the queue that keeps [SyncClient.waiting]: each event id with when its write was answered. */
+private const val SENT = "sent"
+
+/**
+ * How long an answered write waits to be listed before [SyncClient.waiting]
+ * lets it go: a sequencer behind lists it later than that only in an
+ * outage, and one never listed (deleted, then trimmed by retention before a
+ * pull came) must not keep the status from Synced for ever.
+ */
+internal const val SENT_WAIT_MS: Long = 10 * 60_000L
 
 /**
  * The app's one object for one user's stream (their own, or a space's):
@@ -74,7 +88,16 @@ public class SyncClient(
         require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
     }
 
-    private val queue = SyncQueue(storage, baseUrl, token, http, retry, space)
+    private val queue = SyncQueue(storage, baseUrl, token, http, retry, space).also { it.onStored = ::answered }
+
+    /** When each waiting event's write was answered (ms since the epoch), by event id; changed inside [sync] (and by [signOut]). */
+    @Volatile
+    private var sent: Map<String, Long> = loadSent()
+    private val _waiting = MutableStateFlow(sent.keys)
+
+    /** The clock [SENT_WAIT_MS] is read on; tests move it. */
+    internal var clock: () -> Long = System::currentTimeMillis
+
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
     private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Syncing)
@@ -109,6 +132,18 @@ public class SyncClient(
 
     /** What the live channel is doing: [LiveState.Live] (pokes heard), [LiveState.Polling], or not started. */
     public val live: StateFlow<LiveState> = _live.asStateFlow()
+
+    /**
+     * The event ids of the writes (and deletions) the server answered that
+     * no pull has listed yet. A 201 promises the event stored, exactly
+     * once; in a busy space pulls list it a moment later (typically under a
+     * second, longer while the server's sequencer is behind). Until a pull
+     * lists it ([sync], a poke's or the interval's), [status] stays
+     * [SyncStatus.Syncing], not [SyncStatus.Synced]. Kept in the storage
+     * across restarts; one still unlisted 10 minutes after its answer is
+     * let go when a pull ends (deleted, then trimmed by retention, say).
+     */
+    public val waiting: StateFlow<Set<String>> = _waiting.asStateFlow()
 
     /**
      * Events the server confirmed (pulled), and deletions, as they arrive,
@@ -151,9 +186,13 @@ public class SyncClient(
             pull(http, baseUrl, space, storage, token, retry, startOver) { page ->
                 onEvents(page)
                 page.forEach { _events.emit(it) }
+                // Before the page's cursor is kept: a crash re-delivers the page, never loses a listing.
+                keepSent(sent - page.map { it.id }.toSet())
             }
             reached = storage.getValue(CURSOR)
-            _status.value = if (pending().isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
+            val now = clock()
+            keepSent(sent.filterValues { now - it < SENT_WAIT_MS })
+            _status.value = if (pending().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
         } catch (e: PullException) {
             _status.value = if (e.status == 401 || e.status == 403) {
                 SyncStatus.Stopped(if (e.status == 401) StopReason.UNAUTHORIZED else StopReason.FORBIDDEN, e.message)
@@ -170,6 +209,31 @@ public class SyncClient(
             throw e
         }
         report
+    }
+
+    /** The queue's [SyncQueue.onStored]: the entries wait for a pull to list their events. */
+    private fun answered(entries: List<QueueEntry>) {
+        val at = clock()
+        keepSent(sent + entries.associate { it.eventId to at })
+    }
+
+    /** Makes [next] the waiting writes, beside the queue first; not once closed, so signOut's clear() stays clear. */
+    private fun keepSent(next: Map<String, Long>) {
+        if (next == sent || !loop.isActive) return
+        storage.setValue(SENT, next.takeIf { it.isNotEmpty() }?.let { m -> JsonObject(m.mapValues { JsonPrimitive(it.value) }).toString() })
+        sent = next
+        _waiting.value = next.keys
+    }
+
+    /** The waiting writes kept beside the queue; none if none (or nothing readable) is kept. */
+    private fun loadSent(): Map<String, Long> {
+        val kept = storage.getValue(SENT) ?: return emptyMap()
+        val obj = try {
+            Json.parseToJsonElement(kept) as? JsonObject
+        } catch (_: IllegalArgumentException) {
+            null
+        }
+        return obj?.mapNotNull { (id, at) -> (at as? JsonPrimitive)?.longOrNull?.let { id to it } }?.toMap() ?: emptyMap()
     }
 
     /**
@@ -284,6 +348,8 @@ public class SyncClient(
     public fun signOut() {
         close()
         storage.clear()
+        sent = emptyMap()
+        _waiting.value = emptySet()
     }
 
     /** Stops syncing; the queue stays for the next client over the same storage. */

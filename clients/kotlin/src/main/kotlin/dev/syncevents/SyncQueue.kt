@@ -105,6 +105,14 @@ public class SyncQueue(
     }
 
     /**
+     * Called, inside a drain, with the entries the server stored (a 201, a
+     * DELETE's 200, 409 EVENT_ALREADY_EXISTS) as they leave the queue: what
+     * a pull is yet to list. A DELETE answered 409 EVENT_ALREADY_DELETED is
+     * not among them: another request deleted the event.
+     */
+    internal var onStored: (List<QueueEntry>) -> Unit = {}
+
+    /**
      * Queues an event of [type] with [payload], stored with a new key in one
      * storage transaction before anything is sent; throws (and queues
      * nothing) if it cannot be stored. Returns the stored entry.
@@ -197,6 +205,7 @@ public class SyncQueue(
                 (a.status == 200 || (a.status == 409 && a.code == "EVENT_ALREADY_DELETED"))
             ) {
                 storage.removeAll(listOf(e.key))
+                if (a.status == 200) onStored(listOf(e))
                 r = if (a.status == 200 && !a.replayed) r.copy(sent = r.sent + 1) else r.copy(replayed = r.replayed + 1)
                 return null
             }
@@ -213,6 +222,7 @@ public class SyncQueue(
             val rest = group.filter { it !in named }.map { it.copy(batch = null) }
             if (a.code == "EVENT_ALREADY_EXISTS") {
                 storage.removeAll(named.map { it.key })
+                onStored(named)
                 r = r.copy(replayed = r.replayed + named.size)
             } else {
                 storage.updateAll(
@@ -233,6 +243,7 @@ public class SyncQueue(
             when {
                 a.status == 201 -> {
                     storage.removeAll(group.map { it.key })
+                    onStored(group)
                     r = if (a.replayed) r.copy(replayed = r.replayed + n) else r.copy(sent = r.sent + n)
                 }
                 a.status !in 400..499 -> return StopReason.UNEXPECTED_ANSWER to "status ${a.status}: not the contract's answer"
@@ -250,6 +261,7 @@ public class SyncQueue(
                 }
                 a.status == 409 && a.code == "EVENT_ALREADY_EXISTS" -> {
                     storage.removeAll(group.map { it.key })
+                    onStored(group)
                     r = r.copy(replayed = r.replayed + n)
                 }
                 a.status == 409 && a.code == "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" -> {
