@@ -9,7 +9,7 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: example run test test-full capacity build lint bench load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction build-PokeFunction build-RetentionFunction
+.PHONY: example run test test-full capacity build lint bench load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction build-PokeFunction build-RetentionFunction build-SequencerFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
@@ -45,13 +45,15 @@ check-size = @size=$$(wc -c < $(1)); \
 
 ## build: each function's bootstrap for linux/arm64, as SAM and Lambda run it, held to BOOTSTRAP_MAX_BYTES
 build:
-	@mkdir -p $(BIN)/lambda $(BIN)/poke $(BIN)/retention
+	@mkdir -p $(BIN)/lambda $(BIN)/poke $(BIN)/retention $(BIN)/sequencer
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/lambda/bootstrap ./functions/sync-events
 	$(call check-size,$(BIN)/lambda/bootstrap)
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/poke/bootstrap ./functions/poke
 	$(call check-size,$(BIN)/poke/bootstrap)
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/retention/bootstrap ./functions/retention
 	$(call check-size,$(BIN)/retention/bootstrap)
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/sequencer/bootstrap ./functions/sequencer
+	$(call check-size,$(BIN)/sequencer/bootstrap)
 
 # SAM's makefile builder calls these targets with ARTIFACTS_DIR set.
 build-SyncEventsFunction:
@@ -64,6 +66,10 @@ build-PokeFunction:
 
 build-RetentionFunction:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/retention
+	$(call check-size,$(ARTIFACTS_DIR)/bootstrap)
+
+build-SequencerFunction:
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/sequencer
 	$(call check-size,$(ARTIFACTS_DIR)/bootstrap)
 
 ## invoke: run the real bootstrap under aws-lambda-rie, as sam local invoke does, for each of EVENT (files, in order)

@@ -168,14 +168,31 @@ def check_retention_mapping(mappings):
           f"retention trims a busy stream once a 5-minute batch: {m.get('BatchSize')} {m.get('MaximumBatchingWindowInSeconds')}")
 
 
+def check_sequencer_mapping(mappings):
+    """The sequencer's mapping reads the accepted events' inserts of the
+    events table's stream, at once, and splits a failed batch."""
+    check(len(mappings) == 1, f"one mapping feeds the sequencer function: {len(mappings)}")
+    if not mappings:
+        return
+    m = mappings[0]["Properties"]
+    check(m.get("EventSourceArn") == {"Fn::GetAtt": ["EventsTable", "StreamArn"]}, f"the sequencer reads the events table's stream: {m.get('EventSourceArn')}")
+    patterns = [json.loads(f["Pattern"]) for f in m.get("FilterCriteria", {}).get("Filters", [])]
+    check(patterns == [{"eventName": ["INSERT"], "dynamodb": {"NewImage": {"received_key": {"S": [{"prefix": "-"}]}}}}],
+          f"the sequencer's filter passes accepted events' inserts only: {patterns}")
+    check(m.get("MaximumBatchingWindowInSeconds") == 0 and m.get("BisectBatchOnFunctionError") is True,
+          f"the sequencer takes a batch at once and splits a failed one: {m.get('MaximumBatchingWindowInSeconds')} {m.get('BisectBatchOnFunctionError')}")
+
+
 def check_live(res):
     """Live sync as CloudFormation builds it: the stream mapping that feeds
     the poke function, and the Event API's auth."""
     all_mappings = [r for r in res.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
-    check(len(all_mappings) == 2, f"two event source mappings (poke, retention): {len(all_mappings)}")
+    check(len(all_mappings) == 3, f"three event source mappings (poke, retention, sequencer): {len(all_mappings)}")
     check_retention_mapping([r for r in all_mappings if r["Properties"].get("FunctionName") == {"Ref": "RetentionFunction"}])
-    mappings = [r["Properties"] for r in all_mappings if r["Properties"].get("FunctionName") != {"Ref": "RetentionFunction"}]
-    check(len(mappings) == 1, f"one event source mapping besides retention's: {len(mappings)}")
+    check_sequencer_mapping([r for r in all_mappings if r["Properties"].get("FunctionName") == {"Ref": "SequencerFunction"}])
+    others = ({"Ref": "RetentionFunction"}, {"Ref": "SequencerFunction"})
+    mappings = [r["Properties"] for r in all_mappings if r["Properties"].get("FunctionName") not in others]
+    check(len(mappings) == 1, f"one event source mapping besides retention's and the sequencer's: {len(mappings)}")
     m = mappings[0] if mappings else {}
     check(m.get("EventSourceArn") == {"Fn::GetAtt": ["EventsTable", "StreamArn"]} and m.get("FunctionName") == {"Ref": "PokeFunction"},
           f"it feeds the events table's stream to the poke function: {m.get('EventSourceArn')} {m.get('FunctionName')}")

@@ -34,8 +34,10 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/localevents"
 	"github.com/sync-events/sync-events/internal/metrics"
+	"github.com/sync-events/sync-events/internal/sequencer"
 )
 
 func main() {
@@ -93,6 +95,16 @@ func run(ctx context.Context, log *slog.Logger) error {
 		// The metrics lines the Lambda writes, on the same output as the logs.
 		out.Metrics = metrics.NewWriter(os.Stdout, "sync-events-local")
 	}
+	// The busy-space path's sequencer, in the process: a backend may write
+	// no stream records for transactions (kumo), and make run runs no
+	// sequencer function.
+	seqClient, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: cfg.Endpoint, LocalCredentials: true})
+	if err != nil {
+		return err
+	}
+	worker := sequencer.NewWorker(eventtable.Table{Client: seqClient, Name: cfg.EventsTable}, log)
+	defer worker.Close()
+	out.Accepted = worker.Wake
 	h, err := api.NewFromConfig(ctx, cfg, out)
 	if err != nil {
 		return err

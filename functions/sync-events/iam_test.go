@@ -18,7 +18,10 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/retention"
+	"github.com/sync-events/sync-events/internal/sequencer"
+	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
@@ -323,6 +326,40 @@ func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
 		for _, a := range actions {
 			if strings.HasPrefix(a, "dynamodb:") && !strings.HasSuffix(res, "StreamArn") && !needed[res][a] {
 				t.Errorf("the retention role grants %s on %s, which trimming never needs", a, res)
+			}
+		}
+	}
+}
+
+// TestSequencerRoleGrantsEveryCallAPassMakes: the sequencer function's
+// role grants what placing a busy space's accepted events really sends
+// (the head read, the pending events queried, the one transaction of
+// positions, members' counts and head), derived from the calls, and no
+// DynamoDB action it never needs.
+func TestSequencerRoleGrantsEveryCallAPassMakes(t *testing.T) {
+	hs := apitest.NewAccepting(t)
+	spaceID, _ := hs.BusySpace(8, 3)
+	var on atomic.Bool
+	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, on.Load)
+	on.Store(true)
+	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	if n, err := sequencer.Drain(context.Background(), tb, spaces.Stream(spaceID)); err != nil || n == 0 {
+		t.Fatalf("Drain = %d, %v", n, err)
+	}
+	on.Store(false)
+	granted := roleGrants(t, "SequencerFunction")
+	needed := calls.get()
+	for res, actions := range needed {
+		for a := range actions {
+			if !slices.Contains(granted[res], a) {
+				t.Errorf("the sequencer role does not grant %s on %s: the call would fail with AccessDenied", a, res)
+			}
+		}
+	}
+	for res, actions := range granted {
+		for _, a := range actions {
+			if strings.HasPrefix(a, "dynamodb:") && !strings.HasSuffix(res, "StreamArn") && !needed[res][a] {
+				t.Errorf("the sequencer role grants %s on %s, which a pass never needs", a, res)
 			}
 		}
 	}

@@ -77,8 +77,9 @@ type resource struct {
 
 type template struct {
 	Parameters map[string]struct {
-		Default        string `yaml:"Default"`
-		AllowedPattern string `yaml:"AllowedPattern"`
+		Default        string   `yaml:"Default"`
+		AllowedPattern string   `yaml:"AllowedPattern"`
+		AllowedValues  []string `yaml:"AllowedValues"`
 	} `yaml:"Parameters"`
 	Globals struct {
 		Function struct {
@@ -540,5 +541,34 @@ func TestTemplateNumberParametersAreWhatTheFunctionTakes(t *testing.T) {
 	}
 	if checked != 4 {
 		t.Fatalf("checked %d rate parameters, want 4", checked)
+	}
+}
+
+// TestTemplateSpaceWritesIsWhatTheFunctionTakes: the SpaceWrites
+// parameter, handed to the function as SPACE_WRITES, admits exactly the
+// values config.Load takes, its default the busy-space path.
+func TestTemplateSpaceWritesIsWhatTheFunctionTakes(t *testing.T) {
+	tpl := loadTemplate(t)
+	fn := decode[functionProps](t, tpl.Resources["SyncEventsFunction"].Properties)
+	if v := fn.Environment.Variables[config.EnvSpaceWrites]; v != (cfnValue{"!Ref", "SpaceWrites"}) {
+		t.Fatalf("%s is %+v", config.EnvSpaceWrites, v)
+	}
+	p := tpl.Parameters["SpaceWrites"]
+	if p.Default != config.SpaceWritesSequenced || !slices.Equal(p.AllowedValues, []string{config.SpaceWritesSequenced, config.SpaceWritesHead}) {
+		t.Fatalf("SpaceWrites: default %q, allowed %v", p.Default, p.AllowedValues)
+	}
+	for _, v := range append(p.AllowedValues, "Head", "on", "") {
+		c, err := config.Load(func(name string) string {
+			switch name {
+			case config.EnvSpaceWrites:
+				return v
+			case config.EnvIdempotencyTable, config.EnvEventsTable:
+				return "table"
+			}
+			return ""
+		})
+		if takes := err == nil && v != ""; takes != slices.Contains(p.AllowedValues, v) || (takes && c.SequencedSpaceWrites != (v == config.SpaceWritesSequenced)) {
+			t.Errorf("%q: the template admits it: %v; the function: %+v, %v", v, slices.Contains(p.AllowedValues, v), c.SequencedSpaceWrites, err)
+		}
 	}
 }

@@ -37,6 +37,12 @@ type Config struct {
 	// ReadsPerSecond and ReadsBurst are each user's rate of reads, per
 	// execution environment; ReadsPerSecond 0 turns the limit off.
 	ReadsPerSecond, ReadsBurst int
+	// SequencedSpaceWrites turns on the busy-space path: for a moment
+	// after a commit to a space finds its head moved, an execution
+	// environment accepts that space's writes, and the sequencer places
+	// them (docs/design.md, "A busy space"). Off, every write commits at
+	// its stream's head.
+	SequencedSpaceWrites bool
 }
 
 // The variables, as the template declares them.
@@ -52,13 +58,22 @@ const (
 	EnvChangesBurst     = "CHANGES_BURST"
 	EnvReadsPerSecond   = "READS_PER_SECOND"
 	EnvReadsBurst       = "READS_BURST"
+	// EnvSpaceWrites is "sequenced" (the default) or "head" (every write
+	// at its head: the operator's switch if the sequencer is down).
+	EnvSpaceWrites = "SPACE_WRITES"
+)
+
+// The values of EnvSpaceWrites.
+const (
+	SpaceWritesSequenced = "sequenced"
+	SpaceWritesHead      = "head"
 )
 
 // Variables lists every variable Load reads; the template test holds the
 // template to it.
 var Variables = []string{
 	EnvIdempotencyTable, EnvEventsTable, EnvEndpoint, EnvRetention, EnvMaxBodyBytes, EnvLogLevel, EnvReplayCacheBytes,
-	EnvChangesPerSecond, EnvChangesBurst, EnvReadsPerSecond, EnvReadsBurst,
+	EnvChangesPerSecond, EnvChangesBurst, EnvReadsPerSecond, EnvReadsBurst, EnvSpaceWrites,
 }
 
 // Defaults for the optional variables.
@@ -94,6 +109,7 @@ func Defaults() Config {
 		Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo, ReplayCacheBytes: DefaultReplayCacheBytes,
 		ChangesPerSecond: DefaultChangesPerSecond, ChangesBurst: DefaultChangesBurst,
 		ReadsPerSecond: DefaultReadsPerSecond, ReadsBurst: DefaultReadsBurst,
+		SequencedSpaceWrites: true,
 	}
 }
 
@@ -170,6 +186,13 @@ func Load(getenv func(string) string) (Config, error) {
 		} else {
 			*i.dst = n
 		}
+	}
+	switch v := getenv(EnvSpaceWrites); v {
+	case "", SpaceWritesSequenced:
+	case SpaceWritesHead:
+		c.SequencedSpaceWrites = false
+	default:
+		fail(EnvSpaceWrites, "%q must be %s or %s", v, SpaceWritesSequenced, SpaceWritesHead)
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {

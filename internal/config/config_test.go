@@ -15,7 +15,7 @@ func TestLoadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{IdempotencyTable: "ledger", EventsTable: "events", Retention: 7 * 24 * time.Hour, MaxBodyBytes: 256 << 10, LogLevel: slog.LevelInfo, ReplayCacheBytes: 16 << 20,
-		ChangesPerSecond: 10, ChangesBurst: 60, ReadsPerSecond: 20, ReadsBurst: 60}
+		ChangesPerSecond: 10, ChangesBurst: 60, ReadsPerSecond: 20, ReadsBurst: 60, SequencedSpaceWrites: true}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -25,13 +25,13 @@ func TestLoadEverything(t *testing.T) {
 	c, err := Load(env(map[string]string{
 		EnvIdempotencyTable: "l.1", EnvEventsTable: "e_2", EnvEndpoint: "http://localhost:8000",
 		EnvRetention: "48h", EnvMaxBodyBytes: "1024", EnvLogLevel: "debug", EnvReplayCacheBytes: "0",
-		EnvChangesPerSecond: "0", EnvChangesBurst: "5", EnvReadsPerSecond: "3", EnvReadsBurst: "4",
+		EnvChangesPerSecond: "0", EnvChangesBurst: "5", EnvReadsPerSecond: "3", EnvReadsBurst: "4", EnvSpaceWrites: "head",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Endpoint != "http://localhost:8000" || c.Retention != 48*time.Hour || c.MaxBodyBytes != 1024 || c.LogLevel != slog.LevelDebug || c.ReplayCacheBytes != 0 ||
-		c.ChangesPerSecond != 0 || c.ChangesBurst != 5 || c.ReadsPerSecond != 3 || c.ReadsBurst != 4 {
+		c.ChangesPerSecond != 0 || c.ChangesBurst != 5 || c.ReadsPerSecond != 3 || c.ReadsBurst != 4 || c.SequencedSpaceWrites {
 		t.Fatalf("got %+v", c)
 	}
 }
@@ -51,6 +51,8 @@ func TestLoadRefusesBadValues(t *testing.T) {
 		{EnvMaxBodyBytes, "1MB"},
 		{EnvMaxBodyBytes, "10000000"},
 		{EnvLogLevel, "LOUD"},
+		{EnvSpaceWrites, "Sequenced"},
+		{EnvSpaceWrites, "off"},
 		{EnvReplayCacheBytes, "-1"},
 		{EnvReplayCacheBytes, "16MiB"},
 		{EnvReplayCacheBytes, "99999999999"},

@@ -9,10 +9,12 @@
 // the head past them. A sequenced event is an ordinary event: reads,
 // cursors and retention never see the difference.
 //
-// It owns the pass and an in-process Worker that runs passes when told
-// of an accept (the tests, apitest.NewSequenced; nothing deployed runs
-// passes yet, which is why the Lambda leaves accepts off). It does not own the pending keys
-// (package eventtable) nor the member items (package spaces).
+// It owns the pass; Handle, which the sequencer function (functions/
+// sequencer) runs on the table's stream, filtered to accepts (Filter);
+// and an in-process Worker that runs passes when told of an accept, for
+// make run and the tests, whose backends may write no stream records. It
+// does not own the pending keys (package eventtable) nor the member items
+// (package spaces).
 package sequencer
 
 import (

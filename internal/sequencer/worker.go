@@ -11,8 +11,9 @@ import (
 )
 
 // Worker drains streams in the background when told of an accept, in
-// the process that accepts them: the tests' sequencer (a consumer of the
-// table's stream is to do this deployed). One Worker serves a process;
+// the process that accepts them: make run's and the tests' sequencer
+// (deployed, the sequencer function runs Handle on the table's stream
+// instead). One Worker serves a process;
 // a Wake while its stream drains makes one more drain after it, so no
 // accept is missed and wakes do not pile up.
 type Worker struct {

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -110,7 +111,8 @@ func (m *Mapping) log() *slog.Logger {
 
 // matchRecord applies a filter pattern to r's JSON form, as Lambda event
 // filtering does for the subset the templates use: an object matches
-// field by field, an array of values matches a field equal to one of them.
+// field by field, an array of values matches a field equal to one of them
+// or, for {"prefix": p} among them, a string beginning with p.
 func matchRecord(pattern map[string]any, r events.DynamoDBEventRecord) bool {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -139,7 +141,7 @@ func matches(pattern, value any) bool {
 		return true
 	case []any:
 		for _, want := range p {
-			if want == value {
+			if want == value || prefixed(want, value) {
 				return true
 			}
 		}
@@ -147,4 +149,13 @@ func matches(pattern, value any) bool {
 	default:
 		return false
 	}
+}
+
+// prefixed reports whether want is Lambda's {"prefix": p} and value a
+// string beginning with p.
+func prefixed(want, value any) bool {
+	rule, ok := want.(map[string]any)
+	p, isString := rule["prefix"].(string)
+	v, valueString := value.(string)
+	return ok && len(rule) == 1 && isString && valueString && strings.HasPrefix(v, p)
 }

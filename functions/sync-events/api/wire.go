@@ -39,11 +39,12 @@ func NewFromConfig(ctx context.Context, cfg config.Config, out Output) (*Handler
 type Output struct {
 	Log     *slog.Logger
 	Metrics *metrics.Writer
-	// Accepted, when set, turns on the busy-space path
-	// (eventlog.Log.AcceptWhenContended) and is told of the stream of
-	// each write accepted, to sequence it: the tests give a
-	// sequencer.Worker's Wake. Nil (the Lambda, make run), a space's
-	// writes commit at its head.
+	// Accepted, where the configuration has the busy-space path on
+	// (config.Config.SequencedSpaceWrites), is told of the stream of
+	// each write accepted, to sequence it: make run and the tests give a
+	// sequencer.Worker's Wake. Nil (the Lambda), no one in the process is
+	// told: the sequencer function reads the accepts off the table's
+	// stream.
 	Accepted func(stream string)
 }
 
@@ -84,8 +85,12 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	client = ddb.WithCallStats(client)
 	changes := ratelimit.Bucket{Rate: float64(cfg.ChangesPerSecond), Burst: float64(cfg.ChangesBurst)}
 	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable), changes)
-	if out.Accepted != nil {
-		events.AcceptWhenContended(out.Accepted)
+	if cfg.SequencedSpaceWrites {
+		wake := out.Accepted
+		if wake == nil {
+			wake = func(string) {}
+		}
+		events.AcceptWhenContended(wake)
 	}
 	flow := idempotency.NewFlow(events, idempotency.Options{
 		Retention: cfg.Retention,

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,8 @@ type Harness struct {
 	// sequencer, when set (NewSequenced), sequences what every
 	// environment on the backend accepts.
 	sequencer *sequencer.Worker
+	// accepts, when set (NewAccepting), counts every environment's accepts.
+	accepts *atomic.Int64
 
 	logMu sync.Mutex
 	logs  bytes.Buffer
@@ -86,8 +89,11 @@ func (hs *Harness) Output() api.Output {
 		Log:     slog.New(slog.NewJSONHandler(syncWriter{&hs.logMu, &hs.logs}, nil)),
 		Metrics: metrics.NewWriter(syncWriter{&hs.logMu, &hs.metrics}, "sync-events-test"),
 	}
-	if hs.sequencer != nil {
+	switch {
+	case hs.sequencer != nil:
 		out.Accepted = hs.sequencer.Wake
+	case hs.accepts != nil:
+		out.Accepted = func(string) { hs.accepts.Add(1) }
 	}
 	return out
 }
@@ -101,10 +107,33 @@ func NewSequenced(t testing.TB) *Harness {
 	t.Helper()
 	hs := &Harness{T: t, B: ddbtest.Start(t)}
 	hs.cfg = TablesConfig(hs.B.Tables)
+	hs.cfg.SequencedSpaceWrites = true
 	hs.sequencer = sequencer.NewWorker(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, nil)
 	t.Cleanup(hs.sequencer.Close)
 	hs.Rewire()
 	return hs
+}
+
+// NewAccepting is New with the busy-space path on in every environment
+// of the backend and nothing in the process to sequence what they
+// accept, as the API's Lambda is deployed: the test runs the sequencer
+// function, or checks what waits. Accepts counts the accepts.
+func NewAccepting(t testing.TB) *Harness {
+	t.Helper()
+	hs := &Harness{T: t, B: ddbtest.Start(t), accepts: new(atomic.Int64)}
+	hs.cfg = TablesConfig(hs.B.Tables)
+	hs.cfg.SequencedSpaceWrites = true
+	hs.Rewire()
+	return hs
+}
+
+// Accepts is how many writes hs's environments accepted (NewAccepting's
+// only; 0 for the others).
+func (hs *Harness) Accepts() int64 {
+	if hs.accepts == nil {
+		return 0
+	}
+	return hs.accepts.Load()
 }
 
 // Sequenced is how many accepted events hs's sequencer placed so far.
@@ -142,14 +171,14 @@ func (hs *Harness) Metrics() string {
 // ForTest is hs for one fuzz execution: the same handler and backend,
 // failing t (its logs stay with hs).
 func (hs *Harness) ForTest(t testing.TB) *Harness {
-	return &Harness{T: t, B: hs.B, H: hs.H, cfg: hs.cfg, sequencer: hs.sequencer}
+	return &Harness{T: t, B: hs.B, H: hs.H, cfg: hs.cfg, sequencer: hs.sequencer, accepts: hs.accepts}
 }
 
 // NewEnvironment is another Lambda execution environment on hs's backend:
 // a handler of its own, with an empty replay cache.
 func (hs *Harness) NewEnvironment() *Harness {
 	hs.T.Helper()
-	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg, sequencer: hs.sequencer}
+	other := &Harness{T: hs.T, B: hs.B, cfg: hs.cfg, sequencer: hs.sequencer, accepts: hs.accepts}
 	other.Rewire()
 	return other
 }
@@ -195,6 +224,9 @@ func TablesConfig(tables ddb.TableNames) config.Config {
 	cfg := config.Defaults()
 	cfg.IdempotencyTable, cfg.EventsTable = tables.Ledger, tables.Events
 	cfg.ChangesPerSecond, cfg.ReadsPerSecond = 0, 0
+	// Every write at its head unless the harness sequences
+	// (NewSequenced, NewAccepting).
+	cfg.SequencedSpaceWrites = false
 	return cfg
 }
 
