@@ -250,6 +250,16 @@ export interface paths {
          *     in the same DynamoDB transaction as the event is written, so no
          *     write of a member commits after their removal. Members read the
          *     event with `author` set to the caller.
+         *
+         *     A 201 means stored, exactly once, as everywhere. In a busy space
+         *     (many members writing at once) it may come before pulls list the
+         *     event: a write that finds the space's head contended is accepted
+         *     and given its position a moment later, once the server's sequencer
+         *     has read it off the table's stream, so a pull made at once may not
+         *     list it yet. It is listed once, in
+         *     the one order every member sees, after the events listed before
+         *     it. The clients treat an answered write as waiting until a pull
+         *     lists it.
          */
         post: operations["postSpaceEvent"];
         delete?: never;

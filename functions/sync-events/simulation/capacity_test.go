@@ -1,6 +1,7 @@
 package simulation_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +14,9 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventtable"
+	sequencing "github.com/sync-events/sync-events/internal/sequencer"
+	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // On-demand prices, us-east-1, as docs/performance.md cites them: dollars
@@ -234,4 +238,52 @@ func postBatch(hs *apitest.Harness, user, key, body string) events.APIGatewayV2H
 	req := apitest.Request("POST", user, key, body)
 	req.RawPath, req.RequestContext.HTTP.Path = api.BatchPath, api.BatchPath
 	return hs.Do(req)
+}
+
+// TestCapacityUnitsOfABusySpace measures what a busy space's events cost
+// on the sequenced path: eight members writing at once from their own
+// environments (the writes at the head and the accepts, failed
+// transactions included, are the writers' cost), then the sequencer's
+// drain of what was accepted, per event placed. It logs both per event,
+// holds every answered call to reporting its capacity, and the drain to
+// placing every accepted event, and skips where the backend reports no
+// transactional capacity (run it on dynoxide, as TestCapacityUnits).
+func TestCapacityUnitsOfABusySpace(t *testing.T) {
+	hs := apitest.NewAccepting(t)
+	client, capacity := ddbtest.MeasureCapacity(hs.B.Client)
+	hs.B.Client = client
+	hs.Rewire()
+
+	hs.B.Transport.Reset()
+	capacity.Reset()
+	spaceID, answered := hs.BusySpace(8, 40)
+	if got := capacity.ByOperation()["TransactWriteItems"]; got.Reported == 0 {
+		t.Skipf("%s reports no consumed capacity for TransactWriteItems; run this on dynoxide", hs.B.Name)
+	}
+	writers := capacity.Total()
+	writerCalls := hs.B.Transport.Total()
+
+	hs.B.Transport.Reset()
+	capacity.Reset()
+	tb := eventtable.Table{Client: client, Name: hs.B.Tables.Events}
+	placed, err := sequencing.Drain(context.Background(), tb, spaces.Stream(spaceID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(placed) != hs.Accepts() {
+		t.Errorf("the drain placed %d events; %d were accepted", placed, hs.Accepts())
+	}
+	seq := capacity.Total()
+	for op, c := range capacity.ByOperation() {
+		if ok := hs.B.Transport.Succeeded(op); c.Reported != ok {
+			t.Errorf("the sequencer's %s: %d of %d answered calls reported their capacity", op, c.Reported, ok)
+		}
+	}
+	n, p := float64(len(answered)), float64(placed)
+	t.Logf("measured on %s: %d writes (%d accepted), 8 writers at once\n"+
+		"| per event | DynamoDB calls | WRU | RRU |\n|---|---|---|---|\n"+
+		"| the writers' requests | %.2f | %s | %s |\n| the sequencer's drain, per event placed | %.2f | %s | %s |",
+		hs.B.Name, len(answered), placed,
+		float64(writerCalls)/n, units(writers.WriteUnits/n), units(writers.ReadUnits/n),
+		float64(hs.B.Transport.Total())/p, units(seq.WriteUnits/p), units(seq.ReadUnits/p))
 }
