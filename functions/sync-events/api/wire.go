@@ -86,11 +86,7 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	changes := ratelimit.Bucket{Rate: float64(cfg.ChangesPerSecond), Burst: float64(cfg.ChangesBurst)}
 	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable), changes)
 	if cfg.SequencedSpaceWrites {
-		wake := out.Accepted
-		if wake == nil {
-			wake = func(string) {}
-		}
-		events.AcceptWhenContended(wake)
+		events.AcceptWhenContended(out.Accepted) // nil: the stream's consumer sequences
 	}
 	flow := idempotency.NewFlow(events, idempotency.Options{
 		Retention: cfg.Retention,
