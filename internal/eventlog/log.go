@@ -150,7 +150,12 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			writes = append(writes, l.putNew(ev))
 		}
 		next := eventtable.Head{Seq: h.Seq + n, Bucket: bucket}
-		writes = append(writes, l.advanceHead(stream, h.Seq, next))
+		// A write that may be accepted gives way to the sequencer's passes.
+		var yieldAt time.Time
+		if acceptable {
+			yieldAt = now
+		}
+		writes = append(writes, l.t.MoveHead(stream, h.Seq, next, yieldAt))
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
 		if !errors.As(err, &failed) {
@@ -195,7 +200,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		if attempt == maxHeadAttempts {
 			return fmt.Errorf("%w: the head of the stream kept moving", idempotency.ErrTransactionConflict)
 		}
-		if h, err = l.realHead(ctx, stream, headItem); err != nil {
+		if h, err = l.t.HeadFrom(ctx, stream, headItem); err != nil {
 			return err
 		}
 		l.heads.put(stream, h)
@@ -299,26 +304,6 @@ func (l *Log) put(item map[string]types.AttributeValue) types.TransactWriteItem 
 	}}
 }
 
-// advanceHead is the write that moves userID's head from sequence number
-// from to next, conditioned on the head being at from (no head item at
-// all for 0), and returning the head item if it is not, so that the
-// caller learns the real head without another call.
-func (l *Log) advanceHead(userID string, from uint64, next eventtable.Head) types.TransactWriteItem {
-	put := &types.Put{
-		TableName:                           aws.String(l.t.Name),
-		Item:                                eventtable.EncodeHead(userID, next),
-		ExpressionAttributeNames:            map[string]string{"#id": eventtable.AttrID},
-		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
-	if from > 0 {
-		put.ExpressionAttributeNames = map[string]string{"#seq": eventtable.AttrSeq}
-		put.ConditionExpression = aws.String("#seq = :from")
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": eventtable.N(from)}
-	}
-	return types.TransactWriteItem{Put: put}
-}
-
 // splitHeadFailure separates the failed head (the write after the guard's
 // extra writes and the n events; its item, if the backend returned it)
 // from failed events, whose indexes it gives into the events.
@@ -334,16 +319,6 @@ func splitHeadFailure(f *dynamodbstore.ConditionFailedError, extra, n int) (head
 	return headItem, events
 }
 
-// realHead is the head a failed condition returned, or, from a backend
-// that returns no item with a failed transactional condition, the head
-// read again.
-func (l *Log) realHead(ctx context.Context, user string, item map[string]types.AttributeValue) (eventtable.Head, error) {
-	if len(item) == 0 {
-		return l.readHead(ctx, user)
-	}
-	return eventtable.DecodeHead(item)
-}
-
 // Get reads a ledger record.
 func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	return l.ledger.Get(ctx, userID, key)
@@ -352,14 +327,6 @@ func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, 
 // Head reads userID's head with strong consistency: the sequence number of
 // the user's last committed event, 0 if none.
 func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
-	h, err := l.readHead(ctx, userID)
+	h, err := l.t.ReadHead(ctx, userID)
 	return h.Seq, err
-}
-
-func (l *Log) readHead(ctx context.Context, userID string) (eventtable.Head, error) {
-	item, err := l.t.Get(ctx, userID, eventtable.HeadID, "head")
-	if err != nil {
-		return eventtable.Head{}, err
-	}
-	return eventtable.DecodeHead(item)
 }

@@ -80,6 +80,12 @@ func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 type Head struct {
 	Seq    uint64
 	Bucket ratelimit.State
+	// YieldUntil, set by the sequencer (package sequencer) as it places a
+	// busy space's accepted events, is until when writes that may be
+	// accepted instead fail at the head (MoveHead): so that they are
+	// accepted, and the sequencer's passes are not starved of the head by
+	// them.
+	YieldUntil time.Time
 }
 
 // The head item's attributes besides its keys and AttrSeq: the
@@ -89,6 +95,9 @@ const (
 	attrHeadRefilled = "refilled_ms"
 )
 
+// AttrHeadYield is the head's YieldUntil (Unix milliseconds).
+const AttrHeadYield = "yield_until_ms"
+
 // EncodeHead is h as the head item of stream.
 func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
 	item := Key(stream, HeadID)
@@ -96,6 +105,9 @@ func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
 	if h.Bucket.Stored {
 		item[attrHeadTokens] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(h.Bucket.Tokens, 'f', -1, 64)}
 		item[attrHeadRefilled] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.Bucket.Refilled.UnixMilli(), 10)}
+	}
+	if !h.YieldUntil.IsZero() {
+		item[AttrHeadYield] = Millis(h.YieldUntil)
 	}
 	return item
 }
@@ -124,6 +136,13 @@ func DecodeHead(item map[string]types.AttributeValue) (Head, error) {
 			return Head{}, fmt.Errorf("%w: head bucket: %w", ErrBadItem, err)
 		}
 		h.Bucket = ratelimit.State{Stored: true, Tokens: t, Refilled: time.UnixMilli(ms)}
+	}
+	if y, ok := item[AttrHeadYield].(*types.AttributeValueMemberN); ok {
+		ms, err := strconv.ParseInt(y.Value, 10, 64)
+		if err != nil {
+			return Head{}, fmt.Errorf("%w: head %s: %w", ErrBadItem, AttrHeadYield, err)
+		}
+		h.YieldUntil = time.UnixMilli(ms)
 	}
 	return h, nil
 }
@@ -157,6 +176,11 @@ func Key(stream, id string) map[string]types.AttributeValue {
 
 // S is a string attribute.
 func S(s string) *types.AttributeValueMemberS { return &types.AttributeValueMemberS{Value: s} }
+
+// Millis is t as a number attribute of Unix milliseconds.
+func Millis(t time.Time) *types.AttributeValueMemberN {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixMilli(), 10)}
+}
 
 // N is a number attribute.
 func N(n uint64) *types.AttributeValueMemberN {

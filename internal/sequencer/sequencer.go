@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -45,16 +46,26 @@ const (
 // commits keep moving.
 const maxHeadAttempts = 8
 
-// Drain sequences stream's pending events until none is left, and
-// returns how many it placed. Any number of Drains may run at once on
-// one stream: every write is conditioned, so they cost each other calls,
-// never a position.
+// yieldFor is how long the head gives way to passes after each one that
+// placed events or lost the head (eventtable.Head.YieldUntil): as long
+// as an environment keeps accepting a space's writes once it found them
+// contended (package eventlog), so that a busy space's writers stay on
+// the accept path while the sequencer places, instead of taking the
+// head from it between accepts.
+const yieldFor = time.Second
+
+// Drain sequences stream's pending events, pass after pass, until a
+// pass finds none left behind what it placed, and returns how many it
+// placed. It ends while writers keep accepting: what they accept after
+// its last pass read the front is another drain's, woken by its own
+// accept. Any number of Drains may run at once on one stream: every
+// write is conditioned, so they cost each other calls, never a position.
 func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) {
 	placed := 0
 	for {
-		n, err := Pass(ctx, t, stream)
+		n, more, err := pass(ctx, t, stream)
 		placed += n
-		if err != nil || n == 0 {
+		if err != nil || !more {
 			return placed, err
 		}
 	}
@@ -63,32 +74,50 @@ func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) 
 // Pass sequences the pending events at the front of stream, whole
 // requests of them, as many as one transaction holds, and returns how
 // many it placed (0: none pending).
+//
+// The first pass of a burst makes the head give way to passes
+// (eventtable.Head.YieldUntil) before it reads the front, and each pass
+// that places events keeps it so: writes that would take the head from
+// under the pass are accepted instead, and a pass rarely loses the head.
 func Pass(ctx context.Context, t eventtable.Table, stream string) (int, error) {
-	head, err := readHead(ctx, t, stream)
+	n, _, err := pass(ctx, t, stream)
+	return n, err
+}
+
+// pass is Pass, reporting too whether more events were pending behind
+// those it placed when it read them.
+func pass(ctx context.Context, t eventtable.Table, stream string) (placed int, more bool, err error) {
+	head, err := t.ReadHead(ctx, stream)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	for attempt := 1; ; attempt++ {
-		batch, err := front(ctx, t, stream)
+		if !head.YieldUntil.After(time.Now()) {
+			if head, err = yield(ctx, t, stream); err != nil {
+				return 0, false, err
+			}
+		}
+		batch, more, err := front(ctx, t, stream)
 		if err != nil || len(batch) == 0 {
-			return 0, err
+			return 0, false, err
 		}
 		err = place(ctx, t, stream, head, batch)
 		var cancelled *types.TransactionCanceledException
 		if !errors.As(err, &cancelled) {
 			if err != nil {
-				return 0, dynamodbstore.Classify(fmt.Errorf("sequence %d events: %w", len(batch), err))
+				return 0, false, dynamodbstore.Classify(fmt.Errorf("sequence %d events: %w", len(batch), err))
 			}
-			return len(batch), nil
+			return len(batch), more, nil
 		}
 		if attempt == maxHeadAttempts {
-			return 0, fmt.Errorf("%w: the head of the stream kept moving while sequencing", idempotency.ErrTransactionConflict)
+			return 0, false, fmt.Errorf("%w: the head of the stream kept moving while sequencing", idempotency.ErrTransactionConflict)
 		}
-		// The head moved (a commit at the head, another pass) or an event
-		// was placed by another pass: the head as the failure returned it,
-		// or read again, and the front read again.
+		// The head moved (a commit that cannot be accepted, one under way
+		// as the head was told to give way, another pass) or an event was
+		// placed by another pass: the head as the failure returned it, or
+		// read again, and the front read again.
 		if head, err = headAfter(ctx, t, stream, cancelled); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 }
@@ -99,8 +128,9 @@ type pending struct {
 }
 
 // front reads stream's pending events in the order accepted, whole
-// requests of them, within one transaction's limits.
-func front(ctx context.Context, t eventtable.Table, stream string) ([]pending, error) {
+// requests of them, within one transaction's limits, and whether more
+// were pending behind them.
+func front(ctx context.Context, t eventtable.Table, stream string) (taken []pending, more bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(t.Name),
 		IndexName:                 aws.String(eventtable.ByReceivedIndex),
@@ -110,7 +140,7 @@ func front(ctx context.Context, t eventtable.Table, stream string) ([]pending, e
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(maxActions),
 	}
-	var taken, request []pending
+	var request []pending
 	var requestBytes, bytes int
 	authors := map[string]bool{}
 	requestKey := ""
@@ -139,17 +169,17 @@ func front(ctx context.Context, t eventtable.Table, stream string) ([]pending, e
 	for {
 		page, err := t.Client.Query(ctx, in)
 		if err != nil {
-			return nil, dynamodbstore.Classify(fmt.Errorf("query pending events: %w", err))
+			return nil, false, dynamodbstore.Classify(fmt.Errorf("query pending events: %w", err))
 		}
 		for _, item := range page.Items {
 			p, size, err := decode(item)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			key, _ := eventtable.PendingRequest(p.key)
 			if key != requestKey {
 				if !takeRequest() {
-					return taken, nil
+					return taken, true, nil
 				}
 				requestKey = key
 			}
@@ -157,8 +187,10 @@ func front(ctx context.Context, t eventtable.Table, stream string) ([]pending, e
 			requestBytes += size
 		}
 		if len(page.LastEvaluatedKey) == 0 {
-			takeRequest()
-			return taken, nil
+			if !takeRequest() {
+				return taken, true, nil
+			}
+			return taken, false, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
@@ -212,33 +244,15 @@ func place(ctx context.Context, t eventtable.Table, stream string, head eventtab
 	for _, a := range authors {
 		writes = append(writes, spaces.Placed(t, stream, a, counts[a]))
 	}
-	writes = append(writes, moveHead(t, stream, head, uint64(len(batch))))
+	next := eventtable.Head{Seq: head.Seq + uint64(len(batch)), Bucket: head.Bucket, YieldUntil: time.Now().Add(yieldFor)}
+	writes = append(writes, t.MoveHead(stream, head.Seq, next, time.Time{}))
 	_, err := t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	return err
 }
 
-// moveHead moves stream's head n past head, keeping its rate bucket,
-// conditioned on it being at head (no head item for 0), and returning the
-// head item as it stands if not.
-func moveHead(t eventtable.Table, stream string, head eventtable.Head, n uint64) types.TransactWriteItem {
-	put := &types.Put{
-		TableName:                           aws.String(t.Name),
-		Item:                                eventtable.EncodeHead(stream, eventtable.Head{Seq: head.Seq + n, Bucket: head.Bucket}),
-		ExpressionAttributeNames:            map[string]string{"#id": eventtable.AttrID},
-		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
-	if head.Seq > 0 {
-		put.ExpressionAttributeNames = map[string]string{"#seq": eventtable.AttrSeq}
-		put.ConditionExpression = aws.String("#seq = :from")
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": eventtable.N(head.Seq)}
-	}
-	return types.TransactWriteItem{Put: put}
-}
-
-// headAfter is the head a cancelled pass found: as the
-// failure returned it, or read again where the backend returns no item
-// (or the head was not what failed).
+// headAfter is the head a cancelled pass found: as the failure returned
+// it, or read again where the backend returns no item (or the head was
+// not what failed).
 func headAfter(ctx context.Context, t eventtable.Table, stream string, c *types.TransactionCanceledException) (eventtable.Head, error) {
 	reasons := c.CancellationReasons
 	if len(reasons) > 0 {
@@ -247,13 +261,29 @@ func headAfter(ctx context.Context, t eventtable.Table, stream string, c *types.
 			return eventtable.DecodeHead(last.Item)
 		}
 	}
-	return readHead(ctx, t, stream)
+	return t.ReadHead(ctx, stream)
 }
 
-func readHead(ctx context.Context, t eventtable.Table, stream string) (eventtable.Head, error) {
-	item, err := t.Get(ctx, stream, eventtable.HeadID, "head")
-	if err != nil {
-		return eventtable.Head{}, err
+// yield makes stream's head give way to passes for yieldFor, leaving
+// its position and bucket as they are, and returns it: writes that may
+// be accepted fail at it meanwhile, and are accepted. A stream with no
+// head yet is left so.
+func yield(ctx context.Context, t eventtable.Table, stream string) (eventtable.Head, error) {
+	out, err := t.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.Name),
+		Key:                       eventtable.Key(stream, eventtable.HeadID),
+		UpdateExpression:          aws.String("SET #yield = :until"),
+		ConditionExpression:       aws.String("attribute_exists(#seq)"),
+		ExpressionAttributeNames:  map[string]string{"#yield": eventtable.AttrHeadYield, "#seq": eventtable.AttrSeq},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventtable.Millis(time.Now().Add(yieldFor))},
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	var noHead *types.ConditionalCheckFailedException
+	if errors.As(err, &noHead) {
+		return eventtable.Head{}, nil
 	}
-	return eventtable.DecodeHead(item)
+	if err != nil {
+		return eventtable.Head{}, dynamodbstore.Classify(fmt.Errorf("make the head give way: %w", err))
+	}
+	return eventtable.DecodeHead(out.Attributes)
 }
