@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,9 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
+	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/sequencer"
@@ -121,7 +125,7 @@ func TestTheFilterPassesAcceptsOnly(t *testing.T) {
 }
 
 // pendingOf is how many of stream's events wait to be placed.
-func pendingOf(t *testing.T, tb eventtable.Table, stream string) int {
+func pendingOf(t testing.TB, tb eventtable.Table, stream string) int {
 	t.Helper()
 	out, err := tb.Client.Query(context.Background(), &dynamodb.QueryInput{
 		TableName: aws.String(tb.Name), IndexName: aws.String(eventtable.ByReceivedIndex), ConsistentRead: aws.Bool(true),
@@ -136,7 +140,7 @@ func pendingOf(t *testing.T, tb eventtable.Table, stream string) int {
 
 // listedOnce checks that the owner's pull of the space lists every
 // answered event exactly once.
-func listedOnce(t *testing.T, hs *apitest.Harness, spaceID string, answered []string) {
+func listedOnce(t testing.TB, hs *apitest.Harness, spaceID string, answered []string) {
 	t.Helper()
 	evs, _, last := hs.Walk("/api/v1/spaces/"+spaceID+"/events", "owner", "", 1000)
 	if last.StatusCode != 200 {
@@ -238,3 +242,116 @@ func TestSequencesWhatItIsHanded(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestAnInvocationEndsWhileWritersKeepAccepting: an invocation drains
+// what was pending when it read the front and returns, though members
+// keep writing all along; what they accept meanwhile is the next
+// invocation's (their inserts' records). A drain that waited for the
+// writers to stop would run the function into its timeout.
+func TestAnInvocationEndsWhileWritersKeepAccepting(t *testing.T) {
+	hs := apitest.NewAccepting(t)
+	spaceID, answered := hs.BusySpace(8, 5)
+	stream := spaces.Stream(spaceID)
+	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	path := "/api/v1/spaces/" + spaceID + "/events"
+	// Every call held 20 ms: a write of each member is always under way,
+	// so that every pass finds more accepted behind what it read.
+	hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 20 * time.Millisecond, Times: 1 << 30})
+
+	var mu sync.Mutex
+	var stop atomic.Bool
+	var writing sync.WaitGroup
+	for m, env := range hs.Environments(8) {
+		writing.Go(func() {
+			for !stop.Load() {
+				id, key := uuid.NewString(), uuid.NewString()
+				resp := env.Call("POST", path, fmt.Sprintf("m%d", m), key, apitest.EventBody(t, id))
+				for retries := 0; resp.StatusCode == 503 && retries < 20; retries++ {
+					resp = env.Call("POST", path, fmt.Sprintf("m%d", m), key, apitest.EventBody(t, id))
+				}
+				if resp.StatusCode != 201 {
+					t.Errorf("member %d's write: %d %s", m, resp.StatusCode, resp.Body)
+					return
+				}
+				mu.Lock()
+				answered = append(answered, id)
+				mu.Unlock()
+			}
+		})
+	}
+	// The invocation starts once the writers are accepting, two writes each.
+	for start, deadline := hs.Accepts(), time.Now().Add(20*time.Second); hs.Accepts()-start < 16; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			stop.Store(true)
+			writing.Wait()
+			t.Fatalf("%d writes accepted in 20 s, want 16 before the invocation", hs.Accepts()-start)
+		}
+	}
+	fn := handler(tb, slog.New(slog.DiscardHandler))
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventtable.PendingKey(time.Now(), "r", 0)))}}
+	done := make(chan error, 1)
+	acceptsBefore := hs.Accepts()
+	go func() { done <- fn(context.Background(), batch) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		stop.Store(true)
+		writing.Wait()
+		t.Fatal("the invocation still runs 20 s on, while the members write")
+	}
+	acceptedDuring := hs.Accepts() - acceptsBefore
+	stop.Store(true)
+	writing.Wait()
+	hs.B.Transport.Reset()
+	if err := fn(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := pendingOf(t, tb, stream); n != 0 {
+		t.Fatalf("%d events still pending after the writers stopped and one more invocation", n)
+	}
+	listedOnce(t, hs, spaceID, answered)
+	t.Logf("%s: %d writes, %d accepted while the first invocation ran", hs.B.Name, len(answered), acceptedDuring)
+}
+
+// BenchmarkCatchUp is the sequencer function back after being down
+// while eight members wrote to one space, 1,000 of their writes accepted
+// (each answered 201, none listed): one invocation, as the first stream
+// record's batch brings, places them all, every call held up to 8 ms.
+// It reports the calls, the transactions among them (one a pass) and
+// the events placed per second.
+func BenchmarkCatchUp(b *testing.B) {
+	const backlog = 1000
+	for b.Loop() {
+		b.StopTimer()
+		hs := apitest.NewAccepting(b)
+		spaceID, answered := hs.BusySpace(8, backlog)
+		stream := spaces.Stream(spaceID)
+		tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+		waiting := pendingOf(b, tb, stream)
+		hs.B.Transport.Reset()
+		hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
+		fn := handler(tb, slog.New(slog.DiscardHandler))
+		batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventtable.PendingKey(time.Now(), "r", 0)))}}
+		start := time.Now()
+		b.StartTimer()
+		if err := fn(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		took := time.Since(start)
+		calls, total := hs.B.Transport.Calls(), hs.B.Transport.Total()
+		hs.B.Transport.Reset()
+		if n := pendingOf(b, tb, stream); n != 0 {
+			b.Fatalf("%d of %d events still pending after the invocation", n, waiting)
+		}
+		listedOnce(b, hs, spaceID, answered)
+		b.ReportMetric(float64(waiting), "pending")
+		b.ReportMetric(float64(total), "calls")
+		b.ReportMetric(float64(calls["TransactWriteItems"]), "transactions")
+		b.ReportMetric(float64(waiting)/took.Seconds(), "placed/s")
+		b.StartTimer()
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/eventtable"
-	sequencing "github.com/sync-events/sync-events/internal/sequencer"
+	"github.com/sync-events/sync-events/internal/sequencer"
 	"github.com/sync-events/sync-events/internal/spaces"
 )
 
@@ -266,7 +266,7 @@ func TestCapacityUnitsOfABusySpace(t *testing.T) {
 	hs.B.Transport.Reset()
 	capacity.Reset()
 	tb := eventtable.Table{Client: client, Name: hs.B.Tables.Events}
-	placed, err := sequencing.Drain(context.Background(), tb, spaces.Stream(spaceID))
+	placed, err := sequencer.Drain(context.Background(), tb, spaces.Stream(spaceID))
 	if err != nil {
 		t.Fatal(err)
 	}
