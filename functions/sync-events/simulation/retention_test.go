@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/retention"
@@ -25,11 +24,12 @@ type read struct {
 	pos uint64
 }
 
-// walkOne pages user's stream from cursor one event a page: what it read,
-// with positions, every cursor handed out, and the status it ended on.
-func walkOne(t *testing.T, hs *apitest.Harness, user, cursor string) ([]read, []string, int) {
+// walkOne pages tg's stream from cursor one event a page, from hs: what
+// it read, with positions, every cursor handed out, and the status it
+// ended on.
+func walkOne(t *testing.T, hs *apitest.Harness, tg target, cursor string) ([]read, []string, int) {
 	t.Helper()
-	evs, cursors, last := hs.Walk(api.EventsPath, user, cursor, 1)
+	evs, cursors, last := hs.Walk(tg.path, tg.reader, cursor, 1)
 	out := make([]read, len(evs))
 	for i, ev := range evs {
 		pos, err := syncevent.ParseCursor(cursors[i])
@@ -55,12 +55,18 @@ func walkOne(t *testing.T, hs *apitest.Harness, user, cursor string) ([]read, []
 // rest of those answered 201. Then every cursor handed out is resumed
 // from: below the floor it is refused 410 and nothing else, at or above it
 // it reads exactly the listed events after it.
+//
+// It runs on each target: the user's own stream, and a space whose three
+// members write it, at the head and on the busy-space path.
 func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
-	const (
-		devices, perDevice = 3, 25
-		user               = "retained"
-	)
-	hs := apitest.New(t)
+	for _, tc := range targets() {
+		t.Run(tc.name, func(t *testing.T) { pullersMissNothingTrimmed(t, tc.make(t, 3)) })
+	}
+}
+
+func pullersMissNothingTrimmed(t *testing.T, tg target) {
+	const devices, perDevice = 3, 25
+	hs := tg.hs
 	envs := hs.Environments(3)
 	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 200 * time.Millisecond, Times: 1 << 30})
 	trimmer := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
@@ -72,7 +78,7 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 			for i := range perDevice {
 				id, key := uuid.NewString(), uuid.NewString()
 				for attempt := 0; ; attempt++ {
-					resp := envs[(d+i+attempt)%len(envs)].Post(user, key, apitest.EventBody(t, id))
+					resp := tg.post(envs[(d+i+attempt)%len(envs)], d, key, apitest.EventBody(t, id))
 					if resp.StatusCode == 201 {
 						break
 					}
@@ -91,7 +97,7 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 		defer close(trimDone)
 		for !trimming.Load() {
 			// Everything received up to now may go, 5 events a trim.
-			if _, err := trimmer.Trim(context.Background(), user, time.Now(), 5); err != nil {
+			if _, err := trimmer.Trim(context.Background(), tg.stream, time.Now(), 5); err != nil {
 				t.Errorf("trim: %v", err)
 				return
 			}
@@ -110,7 +116,7 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 			cursor, life := "", []read(nil)
 			for {
 				finished := done.Load() // read before the pull: a pull after the end is the last
-				got, cursors, status := walkOne(t, device, user, cursor)
+				got, cursors, status := walkOne(t, device, tg, cursor)
 				life, handed[p] = append(life, got...), append(handed[p], cursors...)
 				switch status {
 				case 410:
@@ -134,16 +140,17 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 		})
 	}
 	writing.Wait()
+	hs.Settle() // on the busy-space path, every accepted event placed
 	trimming.Store(true)
 	<-trimDone
 	done.Store(true)
 	pulling.Wait()
 
-	all, _, status := walkOne(t, hs, user, "")
+	all, _, status := walkOne(t, hs, tg, "")
 	if status != 200 || len(all) == 0 {
 		t.Fatalf("the final listing: %d, %d events", status, len(all))
 	}
-	head, floor := uint64(devices*perDevice), all[0].pos-1
+	head, floor := uint64(tg.before+devices*perDevice), all[0].pos-1
 	if all[len(all)-1].pos != head || floor == 0 {
 		t.Fatalf("the listing holds positions %d to %d; want the newest, %d, and a floor above 0", all[0].pos, all[len(all)-1].pos, head)
 	}
@@ -177,7 +184,9 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 		}
 	}
 
-	// Below the floor are exactly the answered events not listed.
+	// Below the floor are exactly the answered events not listed, and
+	// those of the events before the writes (a space's creation and adds)
+	// not listed.
 	answered, listed := 0, 0
 	sent.Range(func(id, _ any) bool {
 		answered++
@@ -186,7 +195,9 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 		}
 		return true
 	})
-	if answered != int(head) || listed != len(all) || uint64(answered-listed) != floor {
+	beforeListed := len(all) - listed
+	if answered+tg.before != int(head) || beforeListed < 0 || beforeListed > tg.before ||
+		uint64(answered-listed+tg.before-beforeListed) != floor {
 		t.Errorf("%d answered 201, %d of them listed above the floor %d; the listing has %d", answered, listed, floor, len(all))
 	}
 
@@ -200,7 +211,7 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 			}
 			resumed[c] = true
 			pos, _ := syncevent.ParseCursor(c)
-			got, _, status := walkOne(t, hs, user, c)
+			got, _, status := walkOne(t, hs, tg, c)
 			switch {
 			case pos.IsStart():
 				if status != 200 || !slices.Equal(got, all) {
@@ -219,5 +230,6 @@ func TestPullersMissNothingWhileRetentionTrims(t *testing.T) {
 	if refused == 0 || restarts[0]+restarts[1] == 0 {
 		t.Errorf("the race did not happen: %d cursors below the final floor, %v starts over", refused, restarts)
 	}
-	t.Logf("%s: floor %d of %d; pullers started over %v times; %d cursors resumed, %d refused", hs.B.Name, floor, head, restarts, len(resumed), refused)
+	t.Logf("%s: floor %d of %d; pullers started over %v times; %d cursors resumed, %d refused; %d placed by the sequencer", hs.B.Name, floor, head, restarts, len(resumed), refused, hs.Sequenced())
+	tg.checkPath(t)
 }
