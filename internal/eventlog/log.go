@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -225,37 +227,63 @@ func (l *Log) markLeaving(ctx context.Context, ev syncevent.Event, now time.Time
 // read or moved, so accepts to one space do not fail on each other.
 func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
 	stream := evs[0].UserID
-	writes := make([]types.TransactWriteItem, 0, len(evs)+1)
-	writes = append(writes, spaces.AcceptCheck(l.t, stream, rec.UserID, len(evs), now))
-	for i, ev := range evs {
-		ev.Author = rec.UserID
-		key := eventtable.PendingKey(now, evs[0].ID, i)
-		writes = append(writes, l.put(eventtable.EncodePending(ev, key)))
-	}
-	err := l.ledger.Commit(ctx, rec, writes, now)
-	var failed *dynamodbstore.ConditionFailedError
-	if errors.As(err, &failed) {
-		var refused []int
-		for _, ix := range failed.Indexes {
-			if ix != 0 {
-				refused = append(refused, ix-1)
-				continue
-			}
-			err := spaces.WhyNotAccepted(ctx, l.t, stream, rec.UserID)
-			if errors.Is(err, spaces.ErrMemberPending) {
-				// A member in a role that may write, refused: being
-				// removed (spaces.MarkLeaving). Retried, it is answered
-				// once the removal commits, or the mark lapses.
-				return fmt.Errorf("%w: the writer is being removed from the space", idempotency.ErrTransactionConflict)
-			}
-			return err
+	limit := acceptLimit(l.changes)
+	var from int64 // the member's window as found, when it has passed
+	for attempt := 1; ; attempt++ {
+		writes := make([]types.TransactWriteItem, 0, len(evs)+1)
+		writes = append(writes, spaces.AcceptCheck(l.t, stream, rec.UserID, len(evs), now, limit, from))
+		for i, ev := range evs {
+			ev.Author = rec.UserID
+			key := eventtable.PendingKey(now, evs[0].ID, i)
+			writes = append(writes, l.put(eventtable.EncodePending(ev, key)))
 		}
-		return idempotency.RefusedAt(refused...)
+		err := l.ledger.Commit(ctx, rec, writes, now)
+		var failed *dynamodbstore.ConditionFailedError
+		if !errors.As(err, &failed) {
+			if err == nil {
+				l.accepted(stream)
+			}
+			return classify(err)
+		}
+		if !slices.Contains(failed.Indexes, 0) {
+			refused := make([]int, 0, len(failed.Indexes))
+			for _, ix := range failed.Indexes {
+				refused = append(refused, ix-1)
+			}
+			return idempotency.RefusedAt(refused...)
+		}
+		err = spaces.WhyNotAccepted(ctx, l.t, stream, rec.UserID, limit, now)
+		var passed *spaces.ErrAcceptWindowPassed
+		switch {
+		case errors.As(err, &passed) && attempt == 1:
+			from = passed.From // the count starts over in this window
+			continue
+		case errors.Is(err, spaces.ErrAcceptsLimited):
+			return rateLimited(limit.Ends(now).Sub(now))
+		case errors.Is(err, spaces.ErrMemberPending), errors.As(err, &passed):
+			// A member in a role that may write, refused: being removed
+			// (spaces.MarkLeaving), or counted in a window that moved
+			// meanwhile. Retried, it is answered once the removal
+			// commits, or the mark lapses.
+			return fmt.Errorf("%w: the writer is being removed from the space", idempotency.ErrTransactionConflict)
+		}
+		return err
 	}
-	if err == nil {
-		l.accepted(stream)
+}
+
+// acceptLimit is each member's limit on a busy space's accepts, from the
+// changes bucket: its burst in each window of burst/rate seconds, so the
+// same rate on average, in windows of a second at least (none when the
+// bucket is no limit).
+func acceptLimit(changes ratelimit.Bucket) spaces.AcceptLimit {
+	if changes.Rate <= 0 {
+		return spaces.AcceptLimit{}
 	}
-	return classify(err)
+	window := changes.Burst / changes.Rate
+	if window < 1 {
+		return spaces.AcceptLimit{Window: time.Second, Max: int(math.Ceil(changes.Rate))}
+	}
+	return spaces.AcceptLimit{Window: time.Duration(window * float64(time.Second)), Max: int(changes.Burst)}
 }
 
 // errOtherStream refuses events of a stream that is neither the caller's

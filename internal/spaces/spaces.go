@@ -85,6 +85,11 @@ const (
 	// attrLeaving is until when (Unix ms) a member being removed is
 	// accepted nothing (MarkLeaving).
 	attrLeaving = "leaving_ms"
+	// attrAcceptWindow and attrAccepts are a member's accepts limit
+	// (AcceptLimit): the window they last accepted in, and how many
+	// requests of theirs it accepted.
+	attrAcceptWindow = "accept_window"
+	attrAccepts      = "accepts"
 )
 
 // The answers to a refused change of a space.
@@ -242,6 +247,26 @@ func CheckRole(g *eventtable.Guard, t eventtable.Table, stream, caller string, r
 // events (#pn, :zero).
 const noPending = "(attribute_not_exists(#pn) OR #pn = :zero)"
 
+// AcceptLimit is each member's limit on accepted requests: at most Max
+// in each Window (windows of fixed length from the Unix epoch). The
+// head's bucket limits a stream's commits at the head; an accept does not
+// touch the head, so a space's limit on its busy path is each member's,
+// counted on the member item the accept's role check updates anyway: the
+// same call. The zero AcceptLimit is none.
+type AcceptLimit struct {
+	Window time.Duration
+	Max    int
+}
+
+// window is the number of the window at now.
+func (l AcceptLimit) window(now time.Time) int64 { return now.UnixMilli() / l.Window.Milliseconds() }
+
+// Ends is when the window holding now ends: when a member refused for
+// the limit may be accepted again.
+func (l AcceptLimit) Ends(now time.Time) time.Time {
+	return time.UnixMilli((l.window(now) + 1) * l.Window.Milliseconds())
+}
+
 // AcceptCheck is the role check of an accept (package eventlog): that
 // caller is an owner or a writer of stream, counting the n events it
 // accepts as theirs, pending, on their member item. A removal waits for
@@ -250,16 +275,39 @@ const noPending = "(attribute_not_exists(#pn) OR #pn = :zero)"
 //
 // A member being removed (MarkLeaving) is accepted nothing until the mark
 // lapses, so that their count can come down to 0.
-func AcceptCheck(t eventtable.Table, stream, caller string, n int, now time.Time) types.TransactWriteItem {
+//
+// Under a limit, the request is counted in the window at now, and
+// refused if the member's count there is full. The check expects the
+// member item's window to be the current one (or none yet); from, when
+// not 0, is the earlier window the item was found at
+// (WhyNotAccepted's ErrAcceptWindowPassed), whose count the check starts
+// over.
+func AcceptCheck(t eventtable.Table, stream, caller string, n int, now time.Time, limit AcceptLimit, from int64) types.TransactWriteItem {
 	cond, names, values := roleCondition([]string{RoleOwner, RoleWriter})
 	names["#pn"], names["#lv"] = attrPending, attrLeaving
 	values[":n"] = eventtable.N(uint64(n))
 	values[":now"] = eventtable.N(uint64(now.UnixMilli()))
+	cond += " AND (attribute_not_exists(#lv) OR #lv < :now)"
+	update := "ADD #pn :n"
+	if limit.Max > 0 {
+		names["#aw"], names["#ac"] = attrAcceptWindow, attrAccepts
+		values[":w"] = eventtable.N(uint64(limit.window(now)))
+		values[":one"] = eventtable.N(1)
+		if from == 0 {
+			values[":room"] = eventtable.N(uint64(limit.Max - 1))
+			cond += " AND (attribute_not_exists(#aw) OR #aw = :w) AND (attribute_not_exists(#ac) OR #ac <= :room)"
+			update = "SET #aw = :w ADD #pn :n, #ac :one"
+		} else {
+			values[":from"] = eventtable.N(uint64(from))
+			cond += " AND #aw = :from"
+			update = "SET #aw = :w, #ac = :one ADD #pn :n"
+		}
+	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(t.Name),
 		Key:                       eventtable.Key(stream, memberPrefix+caller),
-		UpdateExpression:          aws.String("ADD #pn :n"),
-		ConditionExpression:       aws.String(cond + " AND (attribute_not_exists(#lv) OR #lv < :now)"),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}
@@ -308,11 +356,40 @@ func Placed(t eventtable.Table, stream, member string, n int) types.TransactWrit
 	}}
 }
 
-// WhyNotAccepted answers caller's failed AcceptCheck: not a member, a
-// role that may not write, or ErrMemberPending for one being removed.
-func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller string) error {
-	return whyRefused(ctx, t, stream, caller, []string{RoleOwner, RoleWriter})
+// WhyNotAccepted answers caller's failed AcceptCheck under limit at
+// now: not a member, a role that may not write, their accepts filling
+// the window (ErrAcceptsLimited), a count of an earlier window to start
+// over (*ErrAcceptWindowPassed), or ErrMemberPending for one being
+// removed.
+func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller string, limit AcceptLimit, now time.Time) error {
+	roles := []string{RoleOwner, RoleWriter}
+	m, err := readMember(ctx, t, stream, caller)
+	if err != nil || !m.found || !slices.Contains(roles, m.role) || limit.Max == 0 {
+		return whyRefusedMember(m, err, roles)
+	}
+	switch w := limit.window(now); {
+	case m.acceptWindow != 0 && m.acceptWindow < w:
+		return &ErrAcceptWindowPassed{From: m.acceptWindow}
+	case m.acceptWindow == w && m.accepts >= int64(limit.Max):
+		return ErrAcceptsLimited
+	}
+	return whyRefusedMember(m, nil, roles)
 }
+
+// ErrAcceptWindowPassed is why an accept under a limit was refused when
+// the member item counts an earlier window, From: the caller checks
+// again from it (AcceptCheck), which starts the count over. It is never
+// an answer to a client.
+type ErrAcceptWindowPassed struct{ From int64 }
+
+func (e *ErrAcceptWindowPassed) Error() string {
+	return "spaces: the member's accepts were counted in an earlier window"
+}
+
+// ErrAcceptsLimited is why an accept was refused when the member's
+// requests fill their window (AcceptLimit): the caller answers that the
+// rate is exceeded, to retry at the window's end.
+var ErrAcceptsLimited = errors.New("spaces: the member's accepts fill the window")
 
 // ErrMemberPending is why a commit at the head was refused when the
 // member it checks has accepted events not yet sequenced: the caller
@@ -386,6 +463,8 @@ type member struct {
 	role    string
 	found   bool
 	pending bool // events accepted, not yet sequenced
+	// acceptWindow and accepts are the accepts limit's count (AcceptLimit).
+	acceptWindow, accepts int64
 }
 
 func readMember(ctx context.Context, t eventtable.Table, stream, user string) (member, error) {
@@ -398,7 +477,15 @@ func readMember(ctx context.Context, t eventtable.Table, stream, user string) (m
 		return member{}, nil
 	}
 	n, _ := item[attrPending].(*types.AttributeValueMemberN)
-	return member{role: r.Value, found: true, pending: n != nil && n.Value != "0"}, nil
+	m := member{role: r.Value, found: true, pending: n != nil && n.Value != "0"}
+	for name, into := range map[string]*int64{attrAcceptWindow: &m.acceptWindow, attrAccepts: &m.accepts} {
+		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+			if *into, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
+				return member{}, fmt.Errorf("%w: member %s: %w", eventtable.ErrBadItem, name, err)
+			}
+		}
+	}
+	return m, nil
 }
 
 func spaceName(ctx context.Context, t eventtable.Table, stream string) (string, error) {
@@ -427,6 +514,11 @@ func NewGuard(t eventtable.Table, stream, caller string) *eventtable.Guard {
 // (ErrMemberPending), even if placed since.
 func whyRefused(ctx context.Context, t eventtable.Table, stream, caller string, roles []string) error {
 	m, err := readMember(ctx, t, stream, caller)
+	return whyRefusedMember(m, err, roles)
+}
+
+// whyRefusedMember is whyRefused of the member item as read.
+func whyRefusedMember(m member, err error, roles []string) error {
 	switch {
 	case err != nil:
 		return err

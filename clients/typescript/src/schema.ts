@@ -614,7 +614,8 @@ export interface components {
          * @description Too many requests; this request was not carried out. Either this caller
          *     went over their own rate, or the space over its own (`RATE_LIMITED`,
          *     with `Retry-After`: the mutations of each user's own stream, and of
-         *     each space, are limited across the whole service, a user's reads per
+         *     each space, are limited across the whole service (a busy space's
+         *     accepted writes per member instead), a user's reads per
          *     execution environment, and a caller's refused mutations of spaces,
          *     403s, to a burst of 10 then 1 a second per execution environment),
          *     or API Gateway's stage throttling refused

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,55 @@ func TestRefusedSpaceWritesAreLimitedPerCaller(t *testing.T) {
 	for range 30 {
 		resp, _ := o.post(t, "mallory")
 		apitest.WantResponse(t, resp, 403, "SPACE_NOT_MEMBER")
+	}
+}
+
+// TestABusySpaceLimitsEachMembersAccepts: an accepted write touches no
+// head, so not the head's bucket either; a busy space's accepts are
+// limited per member instead, on the member item the accept updates
+// anyway: here 6 in each window of 3 s (2 a second, a burst of 6). A
+// member's 7th request in a window is refused 429 RATE_LIMITED with a
+// Retry-After up to the window's end, nothing stored; another member is
+// not held back by them; at the next window the member is accepted again.
+func TestABusySpaceLimitsEachMembersAccepts(t *testing.T) {
+	hs := apitest.NewAcceptingLimited(t, 2, 6)
+	s := newSpace(t, hs, "alice")
+	apitest.WantResponse(t, s.add(t, "alice", "bob", "writer"), 201, "")
+	hs.YieldHead(s.id, time.Minute) // every write to the space is accepted
+	const window = 3 * time.Second
+	if left := window - time.Duration(time.Now().UnixMilli()%window.Milliseconds())*time.Millisecond; left < 2*time.Second {
+		time.Sleep(left) // the burst in one window, not across two
+	}
+	accepts := hs.Accepts()
+	for i := range 6 {
+		resp, _ := s.post(t, "bob")
+		apitest.WantResponse(t, resp, 201, "")
+		if got := hs.Accepts() - accepts; got != int64(i+1) {
+			t.Fatalf("bob's write %d: %d accepted, want %d: the write was not accepted", i, got, i+1)
+		}
+	}
+	records := hs.LedgerCount()
+	resp, _ := s.post(t, "bob")
+	apitest.WantResponse(t, resp, 429, "RATE_LIMITED")
+	wait, err := strconv.Atoi(resp.Headers["Retry-After"])
+	if err != nil || wait < 1 || wait > 3 {
+		t.Fatalf("Retry-After %q, want 1 to 3 s: the window's end", resp.Headers["Retry-After"])
+	}
+	if got := hs.LedgerCount(); got != records {
+		t.Errorf("%d ledger records after the refusal, %d before: a refused accept stored its record", got, records)
+	}
+	resp, _ = s.post(t, "alice")
+	apitest.WantResponse(t, resp, 201, "") // another member's window
+
+	time.Sleep(time.Duration(wait) * time.Second)
+	hs.B.Transport.Reset()
+	resp, _ = s.post(t, "bob")
+	apitest.WantResponse(t, resp, 201, "")
+	// The window passed: the accept refused on it, the member item read,
+	// the accept again with the count started over (and, the environment's
+	// mark of a contended head having lapsed, a try at the head first).
+	t.Logf("the first accept of a new window: %v", hs.B.Transport.Calls())
+	if got := hs.Accepts() - accepts; got != 8 {
+		t.Errorf("%d writes accepted, want 8 (bob's 6 and 1, alice's 1)", got)
 	}
 }

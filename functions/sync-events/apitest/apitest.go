@@ -240,6 +240,17 @@ func NewLimited(t testing.TB, changesPerSecond, changesBurst, readsPerSecond, re
 	})
 }
 
+// NewAcceptingLimited is NewAccepting with each user's mutations limited
+// to the rate and burst given: at the head, each stream's; accepted, each
+// member's (eventlog's accept limit).
+func NewAcceptingLimited(t testing.TB, changesPerSecond, changesBurst int) *Harness {
+	t.Helper()
+	hs := NewAccepting(t)
+	hs.cfg.ChangesPerSecond, hs.cfg.ChangesBurst = changesPerSecond, changesBurst
+	hs.Rewire()
+	return hs
+}
+
 type syncWriter struct {
 	mu *sync.Mutex
 	w  *bytes.Buffer

@@ -1,13 +1,19 @@
 package apitest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
+	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // BusySpace makes a space of an owner and members writers, then has
@@ -65,4 +71,22 @@ func (hs *Harness) BusySpace(members int, accepts int64) (spaceID string, answer
 		hs.T.Fatalf("%d writes accepted within 30 s, want %d: the space's head was never contended", got, accepts)
 	}
 	return spaceID, answered
+}
+
+// YieldHead makes the head of the space spaceID give way for d, as the
+// sequencer does while it places the space's events
+// (eventtable.Head.YieldUntil): every write to it that may be accepted
+// is, whichever environment takes it.
+func (hs *Harness) YieldHead(spaceID string, d time.Duration) {
+	hs.T.Helper()
+	_, err := hs.B.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(hs.B.Tables.Events),
+		Key:                       eventtable.Key(spaces.Stream(spaceID), eventtable.HeadID),
+		UpdateExpression:          aws.String("SET #y = :until"),
+		ExpressionAttributeNames:  map[string]string{"#y": eventtable.AttrHeadYield},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventtable.Millis(time.Now().Add(d))},
+	})
+	if err != nil {
+		hs.T.Fatal(err)
+	}
 }
