@@ -183,6 +183,18 @@ def check_sequencer_mapping(mappings):
           f"the sequencer takes a batch at once and splits a failed one: {m.get('MaximumBatchingWindowInSeconds')} {m.get('BisectBatchOnFunctionError')}")
 
 
+def check_sweep(res):
+    """The sequencer's sweep: one EventBridge rule invokes the sequencer
+    function every minute, with the permission to."""
+    rules = [r["Properties"] for r in res.values() if r["Type"] == "AWS::Events::Rule"
+             and any(t.get("Arn") == {"Fn::GetAtt": ["SequencerFunction", "Arn"]} for t in r["Properties"].get("Targets", []))]
+    check(len(rules) == 1 and rules[0].get("ScheduleExpression") == "rate(1 minute)",
+          f"one rule invokes the sequencer function every minute (its sweep): {[r.get('ScheduleExpression') for r in rules]}")
+    perms = [r["Properties"] for r in res.values() if r["Type"] == "AWS::Lambda::Permission"
+             and r["Properties"].get("FunctionName") == {"Ref": "SequencerFunction"} and r["Properties"].get("Principal") == "events.amazonaws.com"]
+    check(len(perms) == 1, f"EventBridge may invoke the sequencer function: {len(perms)} permissions")
+
+
 def check_live(res):
     """Live sync as CloudFormation builds it: the stream mapping that feeds
     the poke function, and the Event API's auth."""
@@ -190,6 +202,7 @@ def check_live(res):
     check(len(all_mappings) == 3, f"three event source mappings (poke, retention, sequencer): {len(all_mappings)}")
     check_retention_mapping([r for r in all_mappings if r["Properties"].get("FunctionName") == {"Ref": "RetentionFunction"}])
     check_sequencer_mapping([r for r in all_mappings if r["Properties"].get("FunctionName") == {"Ref": "SequencerFunction"}])
+    check_sweep(res)
     others = ({"Ref": "RetentionFunction"}, {"Ref": "SequencerFunction"})
     mappings = [r["Properties"] for r in all_mappings if r["Properties"].get("FunctionName") not in others]
     check(len(mappings) == 1, f"one event source mapping besides retention's and the sequencer's: {len(mappings)}")

@@ -4,9 +4,12 @@
 // batches of records, and it drains each stream named, giving every
 // pending event its position and moving the head past them; that head
 // change is what the poke function then pokes on. A failed batch fails
-// whole and Lambda delivers it again; a batch given up after its retries
-// leaves its events pending, placed by the stream's next accept (whose
-// drain takes every pending event) or by a removal, which drains first.
+// whole and Lambda delivers it again; what a batch given up after its
+// retries left pending is placed by the stream's next accept (whose drain
+// takes every pending event), by a removal, which drains first, or by the
+// sweep: a schedule invokes the function every minute, and it drains
+// each stream with an event accepted over sequencer.SweepAfter ago still
+// pending.
 //
 // EVENTS_TABLE is the events table; DYNAMODB_ENDPOINT, for sam local
 // invoke only, a local backend.
@@ -14,9 +17,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -52,17 +58,43 @@ func table(ctx context.Context, getenv func(string) string) (eventtable.Table, e
 	return eventtable.Table{Client: client, Name: name}, nil
 }
 
-// handler is the function: one batch in, its streams drained, one log
-// line of counts (never a stream, which names a space or a user).
-func handler(t eventtable.Table, log *slog.Logger) func(context.Context, events.DynamoDBEvent) error {
-	return func(ctx context.Context, ev events.DynamoDBEvent) error {
-		rep, err := sequencer.Handle(ctx, t, ev)
-		attrs := []any{"records", rep.Records, "streams", rep.Streams, "placed", rep.Placed, "failed", rep.Failed}
-		if err != nil {
-			log.Error("streams not sequenced; the batch will be retried", append(attrs, "error", err.Error())...)
+// handler is the function: a batch of the table's stream records in,
+// their streams drained, or the schedule's event in, the table swept;
+// one log line of counts (never a stream, which names a space or a user).
+func handler(t eventtable.Table, log *slog.Logger) func(context.Context, json.RawMessage) error {
+	return func(ctx context.Context, payload json.RawMessage) error {
+		var ev struct {
+			Source  string                       `json:"source"`
+			Records []events.DynamoDBEventRecord `json:"Records"`
+		}
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			log.Error("not an event the function takes", "error", err.Error())
 			return err
 		}
-		log.Info("streams sequenced", attrs...)
-		return nil
+		if ev.Source == scheduleSource {
+			rep, err := sequencer.Sweep(ctx, t, now().Add(-sequencer.SweepAfter))
+			return logged(log, "swept", "index entries", rep, err)
+		}
+		rep, err := sequencer.Handle(ctx, t, events.DynamoDBEvent{Records: ev.Records})
+		return logged(log, "streams sequenced", "records", rep, err)
 	}
+}
+
+// now is the sweep's clock (a test's to move).
+var now = time.Now
+
+// scheduleSource is the source of the events EventBridge's schedules send.
+const scheduleSource = "aws.events"
+
+// logged logs rep (read counts what was read: records, or index entries)
+// and err, and returns err: the batch is then retried, or the sweep runs
+// again at its next minute.
+func logged(log *slog.Logger, done, read string, rep sequencer.Report, err error) error {
+	attrs := []any{strings.ReplaceAll(read, " ", "_"), rep.Records, "streams", rep.Streams, "placed", rep.Placed, "failed", rep.Failed}
+	if err != nil {
+		log.Error("streams not sequenced", append(attrs, "what", done, "error", err.Error())...)
+		return err
+	}
+	log.Info(done, attrs...)
+	return nil
 }

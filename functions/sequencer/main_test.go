@@ -124,6 +124,18 @@ func TestTheFilterPassesAcceptsOnly(t *testing.T) {
 	}
 }
 
+// records is the function as the stream's event source mapping calls
+// it: a batch of records, as JSON.
+func records(fn func(context.Context, json.RawMessage) error) func(context.Context, events.DynamoDBEvent) error {
+	return func(ctx context.Context, ev events.DynamoDBEvent) error {
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, payload)
+	}
+}
+
 // pendingOf is how many of stream's events wait to be placed.
 func pendingOf(t testing.TB, tb eventtable.Table, stream string) int {
 	t.Helper()
@@ -181,7 +193,7 @@ func TestSequencesFromTheEventsTablesStream(t *testing.T) {
 	}
 	tb := eventtable.Table{Client: hs.Observer().B.Client, Name: hs.B.Tables.Events}
 	var placed atomic.Int64
-	fn := handler(tb, slog.New(slog.DiscardHandler))
+	fn := records(handler(tb, slog.New(slog.DiscardHandler)))
 	m := &streamfeed.Mapping{Filter: sequencer.Filter, BatchSize: 100, MaxRetries: 10, RetryBase: 20 * time.Millisecond,
 		Function: func(ctx context.Context, ev events.DynamoDBEvent) error {
 			placed.Add(int64(len(ev.Records)))
@@ -222,7 +234,7 @@ func TestSequencesWhatItIsHanded(t *testing.T) {
 	pending := eventtable.PendingKey(time.Now(), "r", 0) // any pending key: the function reads the table, not the record
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", pending))}}
 	var out strings.Builder
-	fn := handler(tb, slog.New(slog.NewJSONHandler(&out, nil)))
+	fn := records(handler(tb, slog.New(slog.NewJSONHandler(&out, nil))))
 	for range 2 {
 		if err := fn(context.Background(), batch); err != nil {
 			t.Fatal(err)
@@ -287,7 +299,7 @@ func TestAnInvocationEndsWhileWritersKeepAccepting(t *testing.T) {
 			t.Fatalf("%d writes accepted in 20 s, want 16 before the invocation", hs.Accepts()-start)
 		}
 	}
-	fn := handler(tb, slog.New(slog.DiscardHandler))
+	fn := records(handler(tb, slog.New(slog.DiscardHandler)))
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventtable.PendingKey(time.Now(), "r", 0)))}}
 	done := make(chan error, 1)
 	acceptsBefore := hs.Accepts()
@@ -333,7 +345,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		waiting := pendingOf(b, tb, stream)
 		hs.B.Transport.Reset()
 		hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
-		fn := handler(tb, slog.New(slog.DiscardHandler))
+		fn := records(handler(tb, slog.New(slog.DiscardHandler)))
 		batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventtable.PendingKey(time.Now(), "r", 0)))}}
 		start := time.Now()
 		b.StartTimer()
@@ -353,5 +365,71 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.ReportMetric(float64(calls["TransactWriteItems"]), "transactions")
 		b.ReportMetric(float64(waiting)/took.Seconds(), "placed/s")
 		b.StartTimer()
+	}
+}
+
+// indexed is how many of stream's events the index of pending events
+// holds.
+func indexed(t testing.TB, tb eventtable.Table, stream string) int {
+	t.Helper()
+	out, err := tb.Client.Query(context.Background(), &dynamodb.QueryInput{
+		TableName: aws.String(tb.Name), IndexName: aws.String(eventtable.PendingIndex),
+		KeyConditionExpression:    aws.String("pending_shard = :s"),
+		FilterExpression:          aws.String("user_id = :u"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": eventtable.S(eventtable.PendingShard(stream)), ":u": eventtable.S(stream)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Items)
+}
+
+// scheduled is the event an EventBridge schedule sends the function.
+const scheduled = `{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event","source":"aws.events",` +
+	`"account":"123456789012","time":"2026-12-07T12:00:00Z","region":"eu-west-1","resources":["arn:aws:events:eu-west-1:123456789012:rule/sweep"],"detail":{}}`
+
+// TestTheSweepPlacesWhatNoRecordBrought: accepted events whose stream
+// records never reached the function (a batch given up, say) are placed
+// by the schedule's sweep once they are sequencer.SweepAfter old, each
+// listed once; younger ones are left to their records.
+func TestTheSweepPlacesWhatNoRecordBrought(t *testing.T) {
+	hs := apitest.NewAccepting(t)
+	spaceID, answered := hs.BusySpace(8, 5)
+	stream := spaces.Stream(spaceID)
+	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	waiting := pendingOf(t, tb, stream)
+	if waiting == 0 {
+		t.Fatal("nothing pending after the accepts")
+	}
+	if n := indexed(t, tb, stream); n != waiting {
+		t.Fatalf("%d of %d pending events in the pending index", n, waiting)
+	}
+	var out strings.Builder
+	fn := handler(tb, slog.New(slog.NewJSONHandler(&out, nil)))
+	if err := fn(context.Background(), json.RawMessage(scheduled)); err != nil {
+		t.Fatal(err)
+	}
+	if n := pendingOf(t, tb, stream); n != waiting {
+		t.Fatalf("the sweep placed events accepted just now: %d pending of %d", n, waiting)
+	}
+	now = func() time.Time { return time.Now().Add(sequencer.SweepAfter + time.Second) }
+	t.Cleanup(func() { now = time.Now })
+	if err := fn(context.Background(), json.RawMessage(scheduled)); err != nil {
+		t.Fatal(err)
+	}
+	if n := pendingOf(t, tb, stream); n != 0 {
+		t.Fatalf("%d events still pending after the sweep", n)
+	}
+	if n := indexed(t, tb, stream); n != 0 {
+		t.Errorf("%d placed events still in the pending index", n)
+	}
+	listedOnce(t, hs, spaceID, answered)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"placed":0`) || !strings.Contains(lines[1], `"placed":`+itoa(waiting)) ||
+		!strings.Contains(lines[1], `"streams":1`) || !strings.Contains(lines[1], `"msg":"swept"`) {
+		t.Errorf("log lines %q: want a sweep placing 0, then one of 1 stream placing %d", lines, waiting)
+	}
+	if strings.Contains(out.String(), spaceID) {
+		t.Errorf("the log names the space: %s", out.String())
 	}
 }

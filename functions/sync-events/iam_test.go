@@ -341,7 +341,8 @@ func grantsExactly(t *testing.T, function string, needed map[string]map[string]b
 // TestSequencerRoleGrantsEveryCallAPassMakes: the sequencer function's
 // role grants what placing a busy space's accepted events really sends
 // (the head read, the pending events queried, the one transaction of
-// positions, members' counts and head), derived from the calls, and no
+// positions, members' counts and head) and what its sweep sends (the
+// index of pending events queried), derived from the calls, and no
 // DynamoDB action it never needs.
 func TestSequencerRoleGrantsEveryCallAPassMakes(t *testing.T) {
 	hs := apitest.NewAccepting(t)
@@ -352,6 +353,9 @@ func TestSequencerRoleGrantsEveryCallAPassMakes(t *testing.T) {
 	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	if n, err := sequencer.Drain(context.Background(), tb, spaces.Stream(spaceID)); err != nil || n == 0 {
 		t.Fatalf("Drain = %d, %v", n, err)
+	}
+	if _, err := sequencer.Sweep(context.Background(), tb, time.Now()); err != nil {
+		t.Fatalf("Sweep: %v", err)
 	}
 	on.Store(false)
 	grantsExactly(t, "SequencerFunction", calls.get())

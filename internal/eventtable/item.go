@@ -3,6 +3,7 @@ package eventtable
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -229,9 +230,24 @@ func IsPending(item map[string]types.AttributeValue) bool {
 }
 
 // EncodePending is ev as an accepted event's item: at the pending
-// position key, ev.Position unused.
+// position key, ev.Position unused, and in the index of pending events
+// (PendingIndex) until placed.
 func EncodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
 	item := EncodeEvent(ev)
 	item[AttrPosition] = S(key)
+	item[AttrPendingShard] = S(PendingShard(ev.UserID))
 	return item
+}
+
+// PendingShards is how many partitions the index of pending events
+// spreads them over: an index key takes about 1,000 writes a second, and
+// every accept of the table writes it (and every placement removes it).
+const PendingShards = 16
+
+// PendingShard is stream's partition of the index of pending events: all
+// of one stream's in one, so that a sweep finds each stream once a shard.
+func PendingShard(stream string) string {
+	h := fnv.New32a()
+	h.Write([]byte(stream))
+	return strconv.Itoa(int(h.Sum32() % PendingShards))
 }

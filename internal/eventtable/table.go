@@ -32,6 +32,16 @@ const (
 // its sequence number (see syncevent.Position.SortKey).
 const ByReceivedIndex = "by_received"
 
+// PendingIndex is the events table's sparse global index of accepted
+// events not yet placed, AttrPendingShard then AttrPosition (their
+// pending keys, in the order accepted), keys only: a sweep (package
+// sequencer) finds the streams that a lost stream record left pending.
+// Only pending items carry AttrPendingShard; placing one removes it.
+const (
+	PendingIndex     = "pending"
+	AttrPendingShard = "pending_shard"
+)
+
 // HeadID is the event_id of each stream's head item. Event ids are
 // UUIDs, so it is never one; it has no received_key, so the index never
 // lists it.
@@ -45,7 +55,8 @@ const FloorID = "floor"
 // billed on demand: one item per (user, event id), so that "the event id
 // is new" is a condition on the item itself, and a local index by
 // position, so that a user's events are read in commit order with strong
-// consistency. Its stream holds new images: a head's tells that the
+// consistency, and a sparse global index of pending events
+// (PendingIndex). Its stream holds new images: a head's tells that the
 // user's events moved (package headstream).
 func TableInput(name string) *dynamodb.CreateTableInput {
 	key := func(name string, t types.KeyType) types.KeySchemaElement {
@@ -58,7 +69,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
 		KeySchema:            []types.KeySchemaElement{key(AttrStream, types.KeyTypeHash), key(AttrID, types.KeyTypeRange)},
-		AttributeDefinitions: []types.AttributeDefinition{attr(AttrStream), attr(AttrID), attr(AttrPosition)},
+		AttributeDefinitions: []types.AttributeDefinition{attr(AttrStream), attr(AttrID), attr(AttrPosition), attr(AttrPendingShard)},
 		// The stream carries each head's new image to the poke function
 		// (only heads pass its filter); see HeadChange.
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
@@ -66,6 +77,11 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			IndexName:  aws.String(ByReceivedIndex),
 			KeySchema:  []types.KeySchemaElement{key(AttrStream, types.KeyTypeHash), key(AttrPosition, types.KeyTypeRange)},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName:  aws.String(PendingIndex),
+			KeySchema:  []types.KeySchemaElement{key(AttrPendingShard, types.KeyTypeHash), key(AttrPosition, types.KeyTypeRange)},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	}
 }

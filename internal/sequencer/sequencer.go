@@ -11,7 +11,8 @@
 //
 // It owns the pass; Handle, which the sequencer function (functions/
 // sequencer) runs on the table's stream, filtered to accepts (Filter);
-// and an in-process Worker that runs passes when told of an accept, for
+// Sweep, which it runs on a schedule for what no record brought; and an
+// in-process Worker that runs passes when told of an accept, for
 // make run and the tests, whose backends may write no stream records. It
 // does not own the pending keys (package eventtable) nor the member items
 // (package spaces).
@@ -229,9 +230,9 @@ func place(ctx context.Context, t eventtable.Table, stream string, head eventtab
 		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
 			TableName:                aws.String(t.Name),
 			Key:                      eventtable.Key(stream, p.id),
-			UpdateExpression:         aws.String("SET #rk = :p"),
+			UpdateExpression:         aws.String("SET #rk = :p REMOVE #ps"),
 			ConditionExpression:      aws.String("#rk = :pending"),
-			ExpressionAttributeNames: map[string]string{"#rk": eventtable.AttrPosition},
+			ExpressionAttributeNames: map[string]string{"#rk": eventtable.AttrPosition, "#ps": eventtable.AttrPendingShard},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":p": eventtable.S(syncevent.At(head.Seq + uint64(i) + 1).SortKey()), ":pending": eventtable.S(p.key),
 			},

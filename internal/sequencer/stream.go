@@ -58,6 +58,13 @@ type Report struct {
 func Handle(ctx context.Context, t eventtable.Table, ev events.DynamoDBEvent) (Report, error) {
 	streams := Accepted(ev.Records)
 	rep := Report{Records: len(ev.Records), Streams: len(streams)}
+	err := drainAll(ctx, t, streams, &rep)
+	return rep, err
+}
+
+// drainAll drains streams, maxDrainsAtOnce at once, counting in rep what
+// was placed and which failed.
+func drainAll(ctx context.Context, t eventtable.Table, streams []string, rep *Report) error {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -77,5 +84,5 @@ func Handle(ctx context.Context, t eventtable.Table, ev events.DynamoDBEvent) (R
 		})
 	}
 	wg.Wait()
-	return rep, errors.Join(errs...)
+	return errors.Join(errs...)
 }
