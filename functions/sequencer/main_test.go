@@ -221,7 +221,8 @@ func TestSequencesFromTheEventsTablesStream(t *testing.T) {
 
 // TestSequencesWhatItIsHanded: on every backend, the function handed
 // the inserts of a busy space's accepted events (their images as the
-// table holds them) places them all, and again finds nothing to do.
+// table holds them) places them all, and again finds nothing to do and
+// writes nothing.
 func TestSequencesWhatItIsHanded(t *testing.T) {
 	hs := apitest.NewAccepting(t)
 	spaceID, answered := hs.BusySpace(8, 5)
@@ -235,9 +236,19 @@ func TestSequencesWhatItIsHanded(t *testing.T) {
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", pending))}}
 	var out strings.Builder
 	fn := records(handler(tb, slog.New(slog.NewJSONHandler(&out, nil))))
-	for range 2 {
-		if err := fn(context.Background(), batch); err != nil {
-			t.Fatal(err)
+	if err := fn(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	// Again, once the head no longer gives way: nothing to place, and
+	// nothing written (no head told to give way, no poke for nothing).
+	time.Sleep(1100 * time.Millisecond)
+	hs.B.Transport.Reset()
+	if err := fn(context.Background(), batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"UpdateItem", "PutItem", "TransactWriteItems"} {
+		if n := hs.B.Transport.Calls()[op]; n > 0 {
+			t.Errorf("a drain with nothing pending sent %d %s", n, op)
 		}
 	}
 	if n := pendingOf(t, tb, stream); n != 0 {

@@ -48,11 +48,11 @@ const (
 const maxHeadAttempts = 8
 
 // yieldFor is how long the head gives way to passes after each one that
-// placed events or lost the head (eventtable.Head.YieldUntil): as long
-// as an environment keeps accepting a space's writes once it found them
-// contended (package eventlog), so that a busy space's writers stay on
-// the accept path while the sequencer places, instead of taking the
-// head from it between accepts.
+// places events (eventtable.Head.YieldUntil): as long as an environment
+// keeps accepting a space's writes once it found them contended (package
+// eventlog), so that a busy space's writers stay on the accept path while
+// the sequencer places, instead of taking the head from it between
+// accepts.
 const yieldFor = time.Second
 
 // Drain sequences stream's pending events, pass after pass, until a
@@ -76,10 +76,11 @@ func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) 
 // requests of them, as many as one transaction holds, and returns how
 // many it placed (0: none pending).
 //
-// The first pass of a burst makes the head give way to passes
-// (eventtable.Head.YieldUntil) before it reads the front, and each pass
-// that places events keeps it so: writes that would take the head from
-// under the pass are accepted instead, and a pass rarely loses the head.
+// The first pass of a burst to find events pending makes the head give
+// way to passes (eventtable.Head.YieldUntil) before it places them, and
+// each pass that places events keeps it so: writes that would take the
+// head from under the pass are accepted instead, and a pass rarely loses
+// the head. A pass that finds nothing pending writes nothing.
 func Pass(ctx context.Context, t eventtable.Table, stream string) (int, error) {
 	n, _, err := pass(ctx, t, stream)
 	return n, err
@@ -93,14 +94,16 @@ func pass(ctx context.Context, t eventtable.Table, stream string) (placed int, m
 		return 0, false, err
 	}
 	for attempt := 1; ; attempt++ {
+		batch, more, err := front(ctx, t, stream)
+		if err != nil || len(batch) == 0 {
+			return 0, false, err
+		}
+		// Something to place: the head gives way first, if it does not
+		// already, so that no write takes it from under this pass.
 		if !head.YieldUntil.After(time.Now()) {
 			if head, err = yield(ctx, t, stream); err != nil {
 				return 0, false, err
 			}
-		}
-		batch, more, err := front(ctx, t, stream)
-		if err != nil || len(batch) == 0 {
-			return 0, false, err
 		}
 		err = place(ctx, t, stream, head, batch)
 		var cancelled *types.TransactionCanceledException
