@@ -253,7 +253,7 @@ func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []synceven
 			return idempotency.RefusedAt(refused...)
 		}
 		err = spaces.WhyNotAccepted(ctx, l.t, stream, rec.UserID, limit, now)
-		var passed *spaces.ErrAcceptWindowPassed
+		var passed *spaces.AcceptWindowPassedError
 		switch {
 		case errors.As(err, &passed) && attempt == 1:
 			from = passed.From // the count starts over in this window

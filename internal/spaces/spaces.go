@@ -280,7 +280,7 @@ func (l AcceptLimit) Ends(now time.Time) time.Time {
 // refused if the member's count there is full. The check expects the
 // member item's window to be the current one (or none yet); from, when
 // not 0, is the earlier window the item was found at
-// (WhyNotAccepted's ErrAcceptWindowPassed), whose count the check starts
+// (WhyNotAccepted's AcceptWindowPassedError), whose count the check starts
 // over.
 func AcceptCheck(t eventtable.Table, stream, caller string, n int, now time.Time, limit AcceptLimit, from int64) types.TransactWriteItem {
 	cond, names, values := roleCondition([]string{RoleOwner, RoleWriter})
@@ -359,7 +359,7 @@ func Placed(t eventtable.Table, stream, member string, n int) types.TransactWrit
 // WhyNotAccepted answers caller's failed AcceptCheck under limit at
 // now: not a member, a role that may not write, their accepts filling
 // the window (ErrAcceptsLimited), a count of an earlier window to start
-// over (*ErrAcceptWindowPassed), or ErrMemberPending for one being
+// over (*AcceptWindowPassedError), or ErrMemberPending for one being
 // removed.
 func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller string, limit AcceptLimit, now time.Time) error {
 	roles := []string{RoleOwner, RoleWriter}
@@ -369,20 +369,20 @@ func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller stri
 	}
 	switch w := limit.window(now); {
 	case m.acceptWindow != 0 && m.acceptWindow < w:
-		return &ErrAcceptWindowPassed{From: m.acceptWindow}
+		return &AcceptWindowPassedError{From: m.acceptWindow}
 	case m.acceptWindow == w && m.accepts >= int64(limit.Max):
 		return ErrAcceptsLimited
 	}
 	return whyRefusedMember(m, nil, roles)
 }
 
-// ErrAcceptWindowPassed is why an accept under a limit was refused when
+// AcceptWindowPassedError is why an accept under a limit was refused when
 // the member item counts an earlier window, From: the caller checks
 // again from it (AcceptCheck), which starts the count over. It is never
 // an answer to a client.
-type ErrAcceptWindowPassed struct{ From int64 }
+type AcceptWindowPassedError struct{ From int64 }
 
-func (e *ErrAcceptWindowPassed) Error() string {
+func (e *AcceptWindowPassedError) Error() string {
 	return "spaces: the member's accepts were counted in an earlier window"
 }
 
