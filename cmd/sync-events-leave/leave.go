@@ -25,11 +25,18 @@ type Handler interface {
 	Handle(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 }
 
+// Drain places a space's accepted events not yet placed (package
+// sequencer's Drain of the space's stream).
+type Drain func(ctx context.Context, spaceID string) error
+
 // leaveAll takes sub out of each of their spaces, their events there
-// deleted first, and writes a line per space to out. It reports whether
-// every space was left; err is a failure that stopped it.
-func leaveAll(ctx context.Context, h Handler, sub string, out io.Writer) (bool, error) {
-	as := member{h: h, sub: sub}
+// deleted first, and writes a line per space to out. Each space is
+// drained first, so that an event of theirs accepted and not yet placed
+// (a busy space's) is listed, and deleted with the others, rather than
+// placed by the removal after the deletes. It reports whether every
+// space was left; err is a failure that stopped it.
+func leaveAll(ctx context.Context, h Handler, drain Drain, sub string, out io.Writer) (bool, error) {
+	as := member{h: h, sub: sub, drain: drain}
 	var listing struct {
 		Spaces []struct{ ID, Role string }
 	}
@@ -53,8 +60,9 @@ func leaveAll(ctx context.Context, h Handler, sub string, out io.Writer) (bool, 
 
 // member acts as sub, through the handler.
 type member struct {
-	h   Handler
-	sub string
+	h     Handler
+	sub   string
+	drain Drain
 }
 
 // spaceResult is what leaving one space came to.
@@ -83,6 +91,9 @@ const walks = 5
 func (m member) leave(ctx context.Context, space string) (spaceResult, error) {
 	var r spaceResult
 	base := strings.ReplaceAll(api.SpacePath, "{spaceId}", space)
+	if err := m.drain(ctx, space); err != nil {
+		return r, fmt.Errorf("place the space's accepted events: %w", err)
+	}
 	tried := map[string]bool{}
 	for range walks {
 		ids, err := m.ownEvents(ctx, base+"/events")

@@ -2,7 +2,9 @@
 // as they could themselves: in each space their listing names, it deletes
 // every event they wrote there (each keeps its position as a tombstone,
 // its payload and author erased, as DELETE …/events/{id} does), then
-// removes their membership (DELETE …/members/{sub}). Every change goes
+// removes their membership (DELETE …/members/{sub}); each space is first
+// drained of accepted events not yet placed, so that theirs are listed
+// and deleted too. Every change goes
 // through the API's own handler, on the tables the environment names, so
 // it commits exactly as the API commits it: under a key, with the role
 // check in the same transaction, and a notice to the other members.
@@ -30,7 +32,19 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
+	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/sequencer"
+	"github.com/sync-events/sync-events/internal/spaces"
 )
+
+// drainer is the Drain of spaces in t.
+func drainer(t eventtable.Table) Drain {
+	return func(ctx context.Context, spaceID string) error {
+		_, err := sequencer.Drain(ctx, t, spaces.Stream(spaceID))
+		return err
+	}
+}
 
 func main() {
 	if len(os.Args) != 2 || os.Args[1] == "" {
@@ -46,12 +60,12 @@ func main() {
 	quiet := api.Output{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	h, err := api.NewFromConfig(ctx, cfg, quiet)
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: cfg.Endpoint, LocalCredentials: cfg.Endpoint != ""})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sync-events-leave:", err)
 		os.Exit(1)
 	}
-	left, err := leaveAll(ctx, h, os.Args[1], os.Stdout)
+	left, err := leaveAll(ctx, api.Wire(client, cfg, quiet), drainer(eventtable.Table{Client: client, Name: cfg.EventsTable}), os.Args[1], os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sync-events-leave:", err)
 		os.Exit(1)
