@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +229,42 @@ func call(t *testing.T, addr, method, path, token, body string, status int) {
 	resp.Body.Close()
 	if resp.StatusCode != status {
 		t.Fatalf("%s %s: %d, want %d", method, path, resp.StatusCode, status)
+	}
+}
+
+// TestABusySpacesPokesReachItsLastEvent: eight devices write to one space
+// at once, so that make run accepts some writes and places them a moment
+// after their answers; a member's device is poked up to the space's last
+// event, however the last writes were stored.
+func TestABusySpacesPokesReachItsLastEvent(t *testing.T) {
+	addr := startLiveServer(t)
+	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	alice, bob := "alice"+suffix, "bob"+suffix
+	tok := func(sub string) string { return devserver.UnsignedToken(map[string]any{"sub": sub}) }
+	space := uuid.NewString()
+	call(t, addr, "POST", "/api/v1/spaces", tok(alice), `{"id":"`+space+`","name":"busy"}`, 201)
+	call(t, addr, "POST", "/api/v1/spaces/"+space+"/members", tok(alice), `{"member":"`+bob+`","role":"reader"}`, 201)
+	device := localeventstest.Dial(t, "ws://"+addr, tok(bob))
+	if got := device.Subscribe(uuid.NewString(), "/spaces/"+space, map[string]string{"Authorization": tok(bob)}); got.Type != "subscribe_success" {
+		t.Fatalf("subscribe: %+v", got)
+	}
+	const writers, each = 8, 5
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				call(t, addr, "POST", "/api/v1/spaces/"+space+"/events", tok(alice), fmt.Sprintf(`{"id":%q,"type":"note.created","occurredAt":"2026-12-04T10:00:00Z","payload":{}}`, uuid.NewString()), 201)
+			}
+		})
+	}
+	wg.Wait()
+	want := syncevent.At(2 + writers*each).Cursor() // created, bob added, the notes
+	var last string
+	for deadline := time.Now().Add(pokeWithin()); last != want; {
+		m := device.Read(time.Until(deadline))
+		var poke struct{ Cursor string }
+		if m.Type == "data" && json.Unmarshal([]byte(m.Event), &poke) == nil {
+			last = poke.Cursor
+		}
 	}
 }

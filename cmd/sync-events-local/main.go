@@ -95,24 +95,26 @@ func run(ctx context.Context, log *slog.Logger) error {
 		// The metrics lines the Lambda writes, on the same output as the logs.
 		out.Metrics = metrics.NewWriter(os.Stdout, "sync-events-local")
 	}
-	// The busy-space path's sequencer, in the process: a backend may write
-	// no stream records for transactions (kumo), and make run runs no
-	// sequencer function.
-	seqClient, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: cfg.Endpoint, LocalCredentials: true})
+	client, err := ddb.NewClient(ctx, ddb.ClientOptions{Endpoint: cfg.Endpoint, LocalCredentials: true})
 	if err != nil {
 		return err
 	}
-	worker := sequencer.NewWorker(eventtable.Table{Client: seqClient, Name: cfg.EventsTable}, log)
+	// The busy-space path's sequencer, in the process, on the handler's
+	// client: a backend may write no stream records for transactions
+	// (kumo), and make run runs no sequencer function.
+	worker := sequencer.NewWorker(eventtable.Table{Client: client, Name: cfg.EventsTable}, log)
 	defer worker.Close()
 	out.Accepted = worker.Wake
-	h, err := api.NewFromConfig(ctx, cfg, out)
-	if err != nil {
-		return err
-	}
+	h := api.Wire(client, cfg, out)
 	origins := cors.ParseOrigins(os.Getenv("CORS_ALLOW_ORIGINS"))
 	lv, err := startLive(ctx, log, addr, local.Endpoint, local.Embedded, cfg.EventsTable, origins)
 	if err != nil {
 		return err
+	}
+	if lv.commits != nil {
+		// Pokes from the answers: an accepted write's answer comes before
+		// its event is placed, so its stream is noted again once it is.
+		worker.OnPlaced(lv.commits.Note)
 	}
 	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, lv.noteCommits(devserver.Handler(h.Handle)), lv.events), ReadHeaderTimeout: 5 * time.Second}
 	srv.RegisterOnShutdown(lv.events.Close)

@@ -27,6 +27,17 @@ type Worker struct {
 	stopped bool
 	stop    context.CancelFunc
 	placed  int
+	onPlace func(stream string)
+}
+
+// OnPlaced has w tell f of each stream it placed events of, after the
+// drain that placed them: make run's live stand-in pokes from it, as the
+// head change the sequencer function's pass makes pokes deployed. Call
+// it before the first Wake.
+func (w *Worker) OnPlaced(f func(stream string)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onPlace = f
 }
 
 // Placed is how many events w's drains placed so far.
@@ -69,6 +80,9 @@ func (w *Worker) run(stream string) {
 		n, err := Drain(w.ctx, w.t, stream)
 		w.mu.Lock()
 		w.placed += n
+		if n > 0 && w.onPlace != nil {
+			w.onPlace(stream)
+		}
 		switch {
 		case w.stopped:
 			delete(w.state, stream)
