@@ -8,6 +8,12 @@
  * (Node.js: --experimental-websocket before 22). It prints one JSON line:
  * p50, p99 and the maximum in ms, and the reader's pulls; and fails if
  * any event did not reach the reader exactly once.
+ *
+ * LIVE_WRITERS=N (default 1) writes to a space instead, N requests at
+ * once (each writer waits for its own event at the reader before the
+ * next): with several at once make run accepts some and its in-process
+ * sequencer places them, so an event reaches the reader one placement
+ * and one poke after its 201, the busy-space path's latency.
  */
 
 import { LiveSync } from "../src/live.js";
@@ -16,10 +22,27 @@ import { uuidv4 } from "../src/uuid.js";
 import { localToken, startService } from "./server.js";
 
 const EVENTS = Number(process.env.LIVE_EVENTS ?? 200);
+const WRITERS = Number(process.env.LIVE_WRITERS ?? 1);
 const service = await startService({ CHANGES_PER_SECOND: "0", READS_PER_SECOND: "0" });
 const user = `bench-${crypto.randomUUID()}`;
 const token = localToken(user);
 const api = new URL(service.url);
+const post = (path: string, body: unknown) =>
+  fetch(new URL(path, service.url), {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": uuidv4() },
+    body: JSON.stringify(body),
+  });
+// With several writers, a space of the user's own: its stream is the one
+// the busy-space path sequences (a user's own stream is always at the head).
+const space = WRITERS > 1 ? uuidv4() : undefined;
+if (space !== undefined) {
+  const r = await post("/api/v1/spaces", { id: space, name: "bench" });
+  if (r.status !== 201) {
+    throw new Error(`create the space: ${r.status} ${await r.text()}`);
+  }
+}
+const eventsPath = space === undefined ? "/api/v1/sync/events" : `/api/v1/spaces/${space}/events`;
 
 const arrived = new Map<string, number>(); // event id → when the reader's page held it
 let duplicates = 0;
@@ -27,10 +50,10 @@ let pulls = 0;
 let cursor: string | undefined;
 const reader = new LiveSync({
   getToken: () => token,
-  channel: { realtimeUrl: `ws://${api.host}/event/realtime`, httpHost: api.host },
+  channel: { realtimeUrl: `ws://${api.host}/event/realtime`, httpHost: api.host, space },
   pull: async (signal) => {
     pulls++;
-    const p = pullEvents({ baseUrl: service.url, getToken: () => token, cursor, signal });
+    const p = pullEvents({ baseUrl: service.url, getToken: () => token, cursor, signal, space });
     for await (const page of p.pages()) {
       const now = performance.now();
       for (const ev of page.events) {
@@ -58,19 +81,30 @@ try {
   await waitFor(() => reader.state.kind === "live", 10_000, "the reader live");
   const latencies: number[] = [];
   pulls = 0;
-  for (let i = 0; i < EVENTS; i++) {
+  const written = new Set<string>();
+  const write = async (i: number) => {
     const id = uuidv4();
-    const r = await fetch(new URL("/api/v1/sync/events", service.url), {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": uuidv4() },
-      body: JSON.stringify({ id, type: "note.created", occurredAt: new Date().toISOString(), payload: { i } }),
-    });
+    written.add(id);
+    const r = await post(eventsPath, { id, type: "note.created", occurredAt: new Date().toISOString(), payload: { i } });
     const answered = performance.now();
     if (r.status !== 201) {
       throw new Error(`POST: ${r.status} ${await r.text()}`);
     }
     await waitFor(() => arrived.has(id), 5_000, `event ${i} at the reader`);
     latencies.push((arrived.get(id) ?? 0) - answered);
+  };
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: WRITERS }, async () => {
+      while (next < EVENTS) {
+        await write(next++);
+      }
+    }),
+  );
+  for (const id of arrived.keys()) {
+    if (!written.has(id)) {
+      arrived.delete(id); // the space's own events (its creation)
+    }
   }
   if (arrived.size !== EVENTS || duplicates !== 0) {
     throw new Error(`${arrived.size} events reached the reader, ${duplicates} twice, of ${EVENTS}`);
@@ -81,6 +115,7 @@ try {
     JSON.stringify({
       events: EVENTS,
       source: process.env.DYNAMODB_ENDPOINT ? "stream" : "answers",
+      writers: WRITERS,
       p50_ms: at(0.5),
       p99_ms: at(0.99),
       max_ms: Math.round(latencies[latencies.length - 1] ?? 0),
