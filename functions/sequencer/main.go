@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -73,7 +72,7 @@ func handler(t eventtable.Table, log *slog.Logger) func(context.Context, json.Ra
 		}
 		if ev.Source == scheduleSource {
 			rep, err := sequencer.Sweep(ctx, t, now().Add(-sequencer.SweepAfter))
-			return logged(log, "swept", "index entries", rep, err)
+			return logged(log, "swept", "index_entries", rep, err)
 		}
 		rep, err := sequencer.Handle(ctx, t, events.DynamoDBEvent{Records: ev.Records})
 		return logged(log, "streams sequenced", "records", rep, err)
@@ -86,11 +85,11 @@ var now = time.Now
 // scheduleSource is the source of the events EventBridge's schedules send.
 const scheduleSource = "aws.events"
 
-// logged logs rep (read counts what was read: records, or index entries)
-// and err, and returns err: the batch is then retried, or the sweep runs
-// again at its next minute.
+// logged logs rep, its Records under the name read (records, or index
+// entries), and err, and returns err: the batch is then retried, or the
+// sweep runs again at its next minute.
 func logged(log *slog.Logger, done, read string, rep sequencer.Report, err error) error {
-	attrs := []any{strings.ReplaceAll(read, " ", "_"), rep.Records, "streams", rep.Streams, "placed", rep.Placed, "failed", rep.Failed}
+	attrs := []any{read, rep.Records, "streams", rep.Streams, "placed", rep.Placed, "failed", rep.Failed}
 	if err != nil {
 		log.Error("streams not sequenced", append(attrs, "what", done, "error", err.Error())...)
 		return err

@@ -202,6 +202,12 @@ func PendingKey(at time.Time, request string, index int) string {
 	return fmt.Sprintf("%s%013d#%s#%03d", PendingPrefix, at.UnixMilli(), request, index)
 }
 
+// PendingBefore is the least pending key of an event accepted at t or
+// later: every key below it was accepted earlier.
+func PendingBefore(t time.Time) string {
+	return fmt.Sprintf("%s%013d", PendingPrefix, t.UnixMilli())
+}
+
 // PendingRequest is the part of a pending key that names its request
 // (everything before the index), and false for a key that is not pending.
 func PendingRequest(key string) (string, bool) {

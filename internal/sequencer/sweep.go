@@ -30,7 +30,7 @@ func Sweep(ctx context.Context, t eventtable.Table, cutoff time.Time) (Report, e
 	var rep Report
 	var streams []string
 	seen := map[string]bool{}
-	before := eventtable.PendingPrefix + fmt.Sprintf("%013d", cutoff.UnixMilli())
+	before := eventtable.PendingBefore(cutoff)
 	for shard := range eventtable.PendingShards {
 		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(t.Name),
