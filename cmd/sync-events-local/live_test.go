@@ -237,6 +237,13 @@ func call(t *testing.T, addr, method, path, token, body string, status int) {
 // after their answers; a member's device is poked up to the space's last
 // event, however the last writes were stored.
 func TestABusySpacesPokesReachItsLastEvent(t *testing.T) {
+	if os.Getenv("DYNAMODB_BACKEND") == "moto" {
+		// moto 5.2.5 puts a deep copy of the table back after a failed
+		// transaction, and an open shard iterator keeps reading the
+		// replaced table's shard: after the first contended write the
+		// stream as read shows nothing more, so no poke comes.
+		t.Skip("moto's stream iterators stop at the first failed transaction; CI runs this on kumo and dynoxide")
+	}
 	addr := startLiveServer(t)
 	suffix := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 	alice, bob := "alice"+suffix, "bob"+suffix
