@@ -37,6 +37,11 @@ type Execution[W any] struct {
 // it answers, 2xx or a 4xx it decides from stored state, is recorded with
 // its writes. Requests refused before execution (bad key, bad body) never
 // reach it and are never recorded.
+//
+// An error it returns records nothing, but is answered only if the key
+// has no record: a key recorded before (by an attempt whose answer was
+// lost, in another environment) is answered from its record, whatever the
+// executor says now. Once a key has a record, its answer is the answer.
 type Executor[W any] func(ctx context.Context, now time.Time) (Execution[W], error)
 
 // Outcome says how the flow answered; it is what the logs report.
@@ -140,6 +145,15 @@ func NewFlow[W any](store Store[W], opts Options) *Flow[W] {
 // differs). A key this environment's replay cache holds is answered before
 // execute runs, so a warm replay or reuse costs no read an executor makes.
 // The common path costs one Commit.
+//
+// The stored answer wins: where execute fails, Do reads the key's record
+// (one Get) and answers from it if there is one, so that a refusal the
+// code would give now (an item already deleted, a rule tightened since)
+// never answers a retry of a mutation that was stored. Only where the key
+// has no record does execute's error come back, wrapped. A failed write
+// condition needs no read: the record's own condition is in the same
+// transaction, and a store reports a *KeyExistsError before any refused
+// write.
 func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Result, error) {
 	now := f.now().UTC()
 	rec := Record{
@@ -158,7 +172,7 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 	}
 	exec, err := execute(ctx, now)
 	if err != nil {
-		return Result{}, fmt.Errorf("execute mutation: %w", err)
+		return f.refuse(ctx, rec, fmt.Errorf("execute mutation: %w", err))
 	}
 	rec.StatusCode, rec.ResponseBody = exec.StatusCode, exec.Body
 	for attempt := 1; ; attempt++ {
@@ -194,6 +208,22 @@ func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (re
 	default:
 		return Result{}, false, fmt.Errorf("commit idempotency record: %w", err)
 	}
+}
+
+// refuse answers a request whose executor failed with err: from the key's
+// record if it has a live one, with err otherwise. Where the record cannot
+// be read, the answer is the read's failure, which the client retries:
+// err may be a refusal that the record would have overruled.
+func (f *Flow[W]) refuse(ctx context.Context, rec Record, err error) (Result, error) {
+	existing, found, getErr := f.store.Get(ctx, rec.UserID, rec.Key)
+	switch {
+	case getErr != nil:
+		return Result{}, fmt.Errorf("read idempotency record after the mutation was refused (%v): %w", err, getErr)
+	case !found || !existing.ExpiresAt.After(rec.CreatedAt):
+		return Result{}, err
+	}
+	f.cache.put(existing, rec.CreatedAt)
+	return answerKnown(rec, existing), nil
 }
 
 // resolveKnown answers a request whose key is already recorded: a replay if

@@ -20,6 +20,12 @@ import (
 // *errcode.Error; a refused request runs nothing and records nothing. It
 // must not write: its writes are the Plan's, committed with the key's
 // record.
+//
+// It runs only for a key this environment's replay cache does not hold,
+// and what it says is answered only for a key with no record: a retry of
+// a stored mutation gets the stored answer, even where the mutation (or
+// its Execute) would now refuse it. A refusal costs one read of the
+// ledger to make sure.
 type Mutation[W any] func(ctx context.Context, r *Request) (Plan[W], error)
 
 // Plan is what a mutation does once the flow lets it run: the answer, and
@@ -177,11 +183,22 @@ func (m *Runner[W]) Run(ctx context.Context, r *Request, mut Mutation[W]) (Respo
 }
 
 func (m *Runner[W]) run(ctx context.Context, r *Request, mut Mutation[W]) (Response, Report) {
-	req, plan, err := m.accept(ctx, r, mut)
+	req, err := m.accept(r)
 	if err != nil {
 		return m.fail(err, r, Report{})
 	}
-	res, err := m.flow.Do(ctx, req, plan.executor())
+	// The mutation reads the request inside the flow, so that a key the
+	// replay cache holds is answered without running it, and a key with a
+	// record is answered from it whatever the mutation says now (a rule
+	// tightened since the first attempt, an item already gone).
+	var plan Plan[W]
+	res, err := m.flow.Do(ctx, req, func(ctx context.Context, now time.Time) (idempotency.Execution[W], error) {
+		var err error
+		if plan, err = mut(ctx, r); err != nil {
+			return idempotency.Execution[W]{}, err
+		}
+		return plan.executor()(ctx, now)
+	})
 	rep := Report{Summary: res.Summary}
 	switch {
 	case err != nil:
@@ -203,30 +220,26 @@ func (m *Runner[W]) run(ctx context.Context, r *Request, mut Mutation[W]) (Respo
 }
 
 // accept runs the checks before the flow, in the order a client fixes
-// them: who, which key, what kind of body, how large, valid JSON, then
-// the mutation's own reading of it.
-func (m *Runner[W]) accept(ctx context.Context, r *Request, mut Mutation[W]) (idempotency.Request, Plan[W], error) {
+// them: who, which key, what kind of body, how large, valid JSON. The
+// mutation's own reading of the body comes later, in the flow.
+func (m *Runner[W]) accept(r *Request) (idempotency.Request, error) {
 	var err error
 	if r.User, err = m.o.User(r); err != nil {
-		return idempotency.Request{}, Plan[W]{}, err
+		return idempotency.Request{}, err
 	}
 	if r.Key, err = m.o.Key(r); err != nil {
-		return idempotency.Request{}, Plan[W]{}, err
+		return idempotency.Request{}, err
 	}
 	canonical, err := m.body(r)
 	if err != nil {
-		return idempotency.Request{}, Plan[W]{}, err
+		return idempotency.Request{}, err
 	}
 	if m.o.Payload != nil {
 		if canonical, err = m.payload(r); err != nil {
-			return idempotency.Request{}, Plan[W]{}, err
+			return idempotency.Request{}, err
 		}
 	}
-	plan, err := mut(ctx, r)
-	if err != nil {
-		return idempotency.Request{}, Plan[W]{}, err
-	}
-	return idempotency.Request{UserID: r.User, Key: r.Key, Method: r.Method, Route: boundRoute(r.Route, r.PathParams), CanonicalBody: canonical}, plan, nil
+	return idempotency.Request{UserID: r.User, Key: r.Key, Method: r.Method, Route: boundRoute(r.Route, r.PathParams), CanonicalBody: canonical}, nil
 }
 
 // body checks the body's type, size and JSON, and returns its canonical

@@ -42,8 +42,9 @@ var (
 	DynamoDBRetries   = Metric{"DynamoDBRetries", "Count"}
 	DynamoDBThrottles = Metric{"DynamoDBThrottles", "Count"}
 	ConflictRetries   = Metric{"TransactionConflictRetries", "Count"}
-	// Events is the events a mutation carried: 1 for a single POST, the
-	// batch's size for a batch; Events / Requests is events per batch.
+	// Events is the events a mutation read from its body: 1 for a single
+	// POST, the batch's size for a batch. A retry answered from the replay
+	// cache reads no body, and counts none.
 	Events = Metric{"Events", "Count"}
 )
 
@@ -82,7 +83,8 @@ type Request struct {
 	Calls, Retries, Throttles int
 	CallLatency               time.Duration
 	ConflictRetries           int
-	// Events the request carried (0 for a read or a refusal).
+	// Events the mutation read from the body (0 for a read, a refusal
+	// before the body was read, or a retry answered from the replay cache).
 	Events int
 }
 
