@@ -30,6 +30,10 @@ type Response struct {
 type Execution[W any] struct {
 	Response
 	Writes []W
+	// Effects are carried out after the commit, at least once each, under
+	// keys the downstream dedupes on (see Effect and package outbox). They
+	// are stored in the key's record: they count towards its item's size.
+	Effects []Effect
 }
 
 // Executor computes a mutation. It is called at most once per request, and
@@ -106,6 +110,11 @@ type Options struct {
 	Cache *ReplayCache
 	// Now is the clock; nil is time.Now. Tests use it to step over expiry.
 	Now func() time.Time
+	// Committed, if set, is handed each record committed with effects,
+	// once its transaction succeeded: for delivering them in the process
+	// (outbox.Outbox.Committed) where no stream of the ledger table does.
+	// It must not block the answer.
+	Committed func(ctx context.Context, rec Record)
 }
 
 // Flow runs mutations whose business writes are of type W exactly once per
@@ -116,6 +125,7 @@ type Flow[W any] struct {
 	cache     *ReplayCache
 	retention time.Duration
 	now       func() time.Time
+	committed func(ctx context.Context, rec Record)
 	// Conflict retries: attempts in all, and the wait between them.
 	attempts int
 	backoff  Backoff
@@ -128,6 +138,7 @@ func NewFlow[W any](store Store[W], opts Options) *Flow[W] {
 		cache:     opts.Cache,
 		retention: opts.Retention,
 		now:       opts.Now,
+		committed: opts.Committed,
 		attempts:  6,
 		backoff:   Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond},
 	}
@@ -175,6 +186,9 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 		return f.refuse(ctx, rec, fmt.Errorf("execute mutation: %w", err))
 	}
 	rec.StatusCode, rec.ResponseBody = exec.StatusCode, exec.Body
+	if rec.Effects, err = pendingEffects(exec.Effects); err != nil {
+		return Result{}, err
+	}
 	for attempt := 1; ; attempt++ {
 		res, retry, err := f.commit(ctx, rec, exec)
 		if !retry {
@@ -198,6 +212,9 @@ func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (re
 	switch {
 	case err == nil:
 		f.cache.put(rec, rec.CreatedAt)
+		if len(rec.Effects) > 0 && f.committed != nil {
+			f.committed(ctx, rec)
+		}
 		return Result{Response: exec.Response, Summary: Summary{Outcome: Executed}}, false, nil
 	case errors.As(err, &exists):
 		return f.resolveKnown(ctx, rec, exists.Existing)

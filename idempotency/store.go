@@ -21,6 +21,9 @@ type Record struct {
 	Route        string
 	CreatedAt    time.Time
 	ExpiresAt    time.Time
+	// Effects are the mutation's effects and how their delivery stands;
+	// none for most mutations.
+	Effects []EffectState
 }
 
 // Store is what the flow needs from the database, for business writes of

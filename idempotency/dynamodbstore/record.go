@@ -3,6 +3,7 @@ package dynamodbstore
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -28,15 +29,76 @@ type recordItem struct {
 	ExpiresAt    int64  `dynamodbav:"expires_at"`
 }
 
+// effectPrefix begins the name of each effect's attribute: "effect:" and
+// the effect's name. Each is an attribute of its own, not an entry of a
+// map or a list, so that settling one replaces a whole top-level
+// attribute: kumo applies no SET to a nested path.
+const effectPrefix = "effect:"
+
+// effectItem is one effect as the record holds it, and how its delivery
+// stands.
+type effectItem struct {
+	Order    int    `dynamodbav:"order"`
+	Kind     string `dynamodbav:"kind"`
+	Payload  []byte `dynamodbav:"payload"`
+	Status   string `dynamodbav:"status"`
+	Attempts int    `dynamodbav:"attempts"`
+	Reason   string `dynamodbav:"reason,omitempty"`
+}
+
+func encodeEffect(order int, e idempotency.EffectState) types.AttributeValue {
+	v, err := attributevalue.Marshal(effectItem{Order: order, Kind: e.Kind, Payload: e.Payload, Status: string(e.Status), Attempts: e.Attempts, Reason: e.Reason})
+	if err != nil {
+		panic(err) // strings, bytes and integers always marshal
+	}
+	return v
+}
+
+// decodeEffects are the record's effects in the order they were
+// declared, and false if item holds effects this package did not write.
+func decodeEffects(item map[string]types.AttributeValue) ([]idempotency.EffectState, bool) {
+	var out []idempotency.EffectState
+	for attr, v := range item {
+		name, ok := strings.CutPrefix(attr, effectPrefix)
+		if !ok {
+			continue
+		}
+		var e effectItem
+		if err := attributevalue.Unmarshal(v, &e); err != nil || e.Order < 0 || e.Order >= len(item) {
+			return nil, false
+		}
+		if e.Order >= len(out) {
+			out = append(out, make([]idempotency.EffectState, e.Order+1-len(out))...)
+		}
+		if out[e.Order].Name != "" {
+			return nil, false
+		}
+		out[e.Order] = idempotency.EffectState{
+			Effect: idempotency.Effect{Name: name, Kind: e.Kind, Payload: e.Payload},
+			Status: idempotency.EffectStatus(e.Status), Attempts: e.Attempts, Reason: e.Reason,
+		}
+	}
+	for _, e := range out {
+		if e.Name == "" {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
 func encodeRecord(rec idempotency.Record) map[string]types.AttributeValue {
-	item, err := attributevalue.MarshalMap(recordItem{
+	r := recordItem{
 		UserID: rec.UserID, Key: rec.Key, PayloadHash: rec.PayloadHash,
 		StatusCode: rec.StatusCode, ResponseBody: string(rec.ResponseBody),
 		CreatedAt: rec.CreatedAt.UTC().Format(createdAtLayout),
 		Method:    rec.Method, Route: rec.Route, ExpiresAt: rec.ExpiresAt.Unix(),
-	})
+	}
+	item, err := attributevalue.MarshalMap(r)
 	if err != nil {
 		panic(err) // strings and integers always marshal
+	}
+	for i, e := range rec.Effects {
+		item[effectPrefix+e.Name] = encodeEffect(i, e)
 	}
 	return item
 }
@@ -69,11 +131,16 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 	if err != nil {
 		return idempotency.Record{}, fmt.Errorf("%w: created_at: %w", errBadRecord, err)
 	}
-	return idempotency.Record{
+	rec := idempotency.Record{
 		UserID: r.UserID, Key: r.Key, PayloadHash: r.PayloadHash,
 		StatusCode: r.StatusCode, ResponseBody: []byte(r.ResponseBody),
 		Method: r.Method, Route: r.Route, CreatedAt: created, ExpiresAt: time.Unix(r.ExpiresAt, 0).UTC(),
-	}, nil
+	}
+	var ok bool
+	if rec.Effects, ok = decodeEffects(item); !ok {
+		return idempotency.Record{}, fmt.Errorf("%w: its effects", errBadRecord)
+	}
+	return rec, nil
 }
 
 // recordAttributes are the attributes every record has: true for a number,

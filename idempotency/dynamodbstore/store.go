@@ -247,3 +247,24 @@ func str(s string) *types.AttributeValueMemberS { return &types.AttributeValueMe
 func epoch(t time.Time) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
 }
+
+// SetEffect records st as the state of the record's effect i (st.Name,
+// the i-th declared), if that effect is still pending; otherwise it
+// answers idempotency.ErrEffectSettled: an effect delivered or failed is
+// never set back, so that two deliveries at once (a stream's and the
+// process's) cannot undo each other. Package outbox calls it.
+func (s *Store) SetEffect(ctx context.Context, userID, key string, i int, st idempotency.EffectState) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       map[string]types.AttributeValue{PartitionKey: str(userID), SortKey: str(key)},
+		UpdateExpression:          aws.String("SET #e = :e"),
+		ConditionExpression:       aws.String("#e.#s = :pending"),
+		ExpressionAttributeNames:  map[string]string{"#e": effectPrefix + st.Name, "#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": encodeEffect(i, st), ":pending": str(string(idempotency.EffectPending))},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return idempotency.ErrEffectSettled
+	}
+	return Classify(err)
+}

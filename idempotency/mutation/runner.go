@@ -39,9 +39,14 @@ type Plan[W any] struct {
 	// Writes are the business writes, each with the condition that makes
 	// it right to apply (a version, an id not yet taken).
 	Writes []W
-	// Execute, if set, decides the answer and the writes when the flow
-	// runs them, in place of Status, Body and Writes: for an answer that
-	// holds the time of the commit. See idempotency.Executor.
+	// Effects are carried out after the commit, at least once each, under
+	// keys the downstream dedupes on (see idempotency.Effect and package
+	// outbox).
+	Effects []idempotency.Effect
+	// Execute, if set, decides the answer, the writes and the effects when
+	// the flow runs them, in place of Status, Body, Writes and Effects: for
+	// an answer that holds the time of the commit, or one decided from a
+	// read. See idempotency.Executor.
 	Execute idempotency.Executor[W]
 	// Refused words the answer when conditions of Writes failed (nothing
 	// was written or recorded, so the key stays free): an *errcode.Error,
@@ -61,7 +66,7 @@ func (p Plan[W]) executor() idempotency.Executor[W] {
 		if err != nil {
 			return idempotency.Execution[W]{}, fmt.Errorf("encode the answer: %w", err)
 		}
-		return idempotency.Execution[W]{Response: idempotency.Response{StatusCode: cmp.Or(p.Status, http.StatusOK), Body: body}, Writes: p.Writes}, nil
+		return idempotency.Execution[W]{Response: idempotency.Response{StatusCode: cmp.Or(p.Status, http.StatusOK), Body: body}, Writes: p.Writes, Effects: p.Effects}, nil
 	}
 }
 
