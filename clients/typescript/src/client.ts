@@ -33,8 +33,11 @@ export type SyncEvent =
  * Why a stream stopped syncing (its writes stay queued, with their keys):
  * - "signed_out": the token was refused (401) or is no JWT with a `sub`;
  *   give a fresh token, then sync().
- * - "wrong_user": the token is another user's than the client's: nothing
- *   was sent with it.
+ * - "wrong_user": the token is another user's than the client's
+ *   (options.user): nothing was sent with it, no pull, no write, no
+ *   channel subscribed, and nothing was kept or moved in the storage.
+ *   Another user signed in: close this client and make one for them (see
+ *   SyncClientOptions.user); or give this user's token, then sync().
  * - "forbidden": a space refused the user (403: no member, or a reader
  *   writing); `error` says which.
  * - "gone": the stream's events are gone from under its cursor again and
@@ -107,9 +110,18 @@ export interface SyncState<S> {
 export interface SyncClientOptions<S> {
   /** Where the API is, e.g. https://abc.execute-api.eu-west-1.amazonaws.com */
   baseUrl: string;
-  /** The user (the `sub` of the tokens): what the client keeps is theirs, and it sends with no one else's token. */
+  /**
+   * The user (the `sub` of the tokens): what the client keeps is theirs,
+   * and it sends with no one else's token. Every request and subscription
+   * (pulls, writes, the live channel, spaces and their calls) checks the
+   * token's `sub` against it first; another user's token stops each
+   * stream with "wrong_user" (a space call rejects with SpaceStopped
+   * "wrong_user"), before anything is sent or kept. One client per user:
+   * on sign-in as another user, close() this one and create one with the
+   * new user (signOut() first, to remove what was kept of the old one).
+   */
   user: string;
-  /** The bearer token for the next request. */
+  /** The bearer token for the next request: a JWT of `user`'s (its `sub`), or nothing is sent with it. */
   getToken: () => string | Promise<string>;
   /** The state before any event, for each stream. */
   initial: S;
@@ -331,8 +343,16 @@ class Client<S> implements SyncClient<S> {
   }
 
   #api(): spaceApi.SpaceOptions {
-    const { baseUrl, getToken, fetch, retry, online } = this.#o;
-    return { baseUrl, getToken, signal: this.#abort.signal, ...(fetch && { fetch }), ...(retry && { retry }), ...(online && { online }) };
+    const { baseUrl, user, getToken, fetch, retry, online } = this.#o;
+    return {
+      baseUrl,
+      user,
+      getToken,
+      signal: this.#abort.signal,
+      ...(fetch && { fetch }),
+      ...(retry && { retry }),
+      ...(online && { online }),
+    };
   }
 
   #stream(space: string | undefined): Stream<S> {
@@ -427,6 +447,7 @@ class Stream<S> {
     this.#queue = new SyncQueue({ ...common, storage: store, ...(space && { space }), ...(o.online && { online: o.online }) });
     this.#live = new LiveSync({
       getToken: o.getToken,
+      user: o.user,
       ...(o.live && { channel: { ...o.live, ...(space && { space }) } }),
       pull: (s) => this.#sync(s),
       onState: (st) => this.#liveState(st),
@@ -569,6 +590,7 @@ class Stream<S> {
     const pull = pullEvents({
       baseUrl: o.baseUrl,
       getToken: o.getToken,
+      user: o.user,
       cursor: this.#cursor,
       signal,
       ...(this.space && { space: this.space }),
@@ -632,8 +654,8 @@ class Stream<S> {
 
   #liveState(st: LiveState): void {
     if (st.kind === "stopped" && st.reason !== "stopped") {
-      const reason: StopReason = st.reason === "unauthorized" ? "signed_out" : st.reason;
-      this.stop(reason);
+      const reason: StopReason = st.reason === "unauthorized" || st.reason === "unreadable_token" ? "signed_out" : st.reason;
+      this.stop(reason, st.error);
     }
     this.#render();
   }

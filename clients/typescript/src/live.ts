@@ -1,6 +1,6 @@
 import { PullError, PullStopped } from "./pull.js";
 import { type Retrier, retrier } from "./retry.js";
-import { tokenSubject } from "./token.js";
+import { type TokenRefusal, tokenFor, tokenSubject } from "./token.js";
 import { uuidv4 } from "./uuid.js";
 
 /** Where the user channels are: an AppSync Events API's endpoints. */
@@ -22,6 +22,15 @@ export interface LiveChannel {
 export interface LiveSyncOptions {
   /** The API's bearer token (a JWT, without "Bearer "), asked for each connection: the channel takes the same one. */
   getToken: () => string | Promise<string>;
+  /**
+   * The user (the `sub` of the tokens) the pokes are for: each
+   * connection's token must be theirs, or no socket is opened and
+   * LiveSync stops ("wrong_user", or "unreadable_token" for a token with
+   * no readable `sub`); a pull that stops so (PullStopped, see
+   * PullOptions.user) stops it the same way. Absent, the channel is the
+   * token's user's, whoever that is.
+   */
+  user?: string;
   /** The channel to hear pokes on; absent, LiveSync polls only (state polling, reason "no_channel"). */
   channel?: LiveChannel;
   /**
@@ -70,17 +79,20 @@ export interface LiveSyncOptions {
  * - "offline": the device is offline: no socket, no pulls, until "online".
  * - "stopped": by stop() (or not started), or by a pull answered 401
  *   ("unauthorized": refresh the token, then start() again), 403
- *   ("forbidden") or 410 ("gone").
+ *   ("forbidden") or 410 ("gone"); or by a token refused for the user
+ *   ("wrong_user", "unreadable_token", see LiveSyncOptions.user): nothing
+ *   was sent with it, no socket opened; `error` says why. Give the user's
+ *   token, then start() again.
  */
 export type LiveState =
   | { kind: "connecting" }
   | { kind: "live" }
   | { kind: "polling"; reason: PollReason }
   | { kind: "offline" }
-  | { kind: "stopped"; reason: LiveStopReason };
+  | { kind: "stopped"; reason: LiveStopReason; error?: string };
 
 export type PollReason = "no_channel" | "channel_unavailable" | "subscribe_refused";
-export type LiveStopReason = "stopped" | "unauthorized" | "forbidden" | "gone";
+export type LiveStopReason = "stopped" | "unauthorized" | "forbidden" | "gone" | TokenRefusal;
 
 /** The pulls' answers that no retry changes: they stop LiveSync. */
 const STOPPING_STATUS: Record<number, LiveStopReason> = { 401: "unauthorized", 403: "forbidden", 410: "gone" };
@@ -210,13 +222,13 @@ export class LiveSync {
     return this.#loop ?? Promise.resolve();
   }
 
-  #stop(reason: LiveStopReason): void {
+  #stop(reason: LiveStopReason, error?: string): void {
     this.#run++;
     this.#abort.abort();
     this.#events?.removeEventListener("online", this.#onOnline);
     this.#events?.removeEventListener("offline", this.#onOffline);
     this.#pause();
-    this.#setState({ kind: "stopped", reason });
+    this.#setState(error === undefined ? { kind: "stopped", reason } : { kind: "stopped", reason, error });
   }
 
   /** Drops the connection and every timer, and forgets the pulls wanted. */
@@ -349,6 +361,8 @@ export class LiveSync {
     const stopping = err instanceof PullError ? STOPPING_STATUS[err.status] : undefined;
     if (stopping !== undefined) {
       this.#stop(stopping);
+    } else if (err instanceof PullStopped && (err.reason === "wrong_user" || err.reason === "unreadable_token")) {
+      this.#stop(err.reason, err.lastError);
     } else if (err instanceof PullStopped && err.reason === "offline" && !this.#online()) {
       this.#onOffline();
     } else {
@@ -382,9 +396,9 @@ export class LiveSync {
     }
     const conn: Connection = { id: uuidv4(), acked: false, subscribed: false, keepAliveMs: DEFAULT_CONNECTION_TIMEOUT_MS };
     this.#conn = conn;
-    let token: string;
+    let checked: Awaited<ReturnType<typeof tokenFor>>;
     try {
-      token = await this.#o.getToken();
+      checked = await tokenFor(this.#o.getToken, this.#o.user);
     } catch {
       if (this.#conn === conn) {
         this.#broken("channel_unavailable");
@@ -394,6 +408,11 @@ export class LiveSync {
     if (this.#conn !== conn) {
       return; // stopped, offline or replaced meanwhile
     }
+    if ("refused" in checked) {
+      this.#stop(checked.refused, checked.error); // another user's token: no socket, no subscription
+      return;
+    }
+    const { token } = checked;
     const sub = tokenSubject(token);
     const path = channel.space !== undefined ? `/spaces/${channel.space}` : `/${channel.namespace ?? "users"}/${sub}`;
     if (sub === undefined || (channel.space === undefined ? !SEGMENT.test(sub) : !SEGMENT.test(channel.space))) {

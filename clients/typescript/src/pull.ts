@@ -1,10 +1,21 @@
 import { eventsURL, type Fetch, type StopReason, sendUntilAnswered } from "./http.js";
 import { type RetryOptions, retrier } from "./retry.js";
+import { type TokenRefusal, tokenFor } from "./token.js";
 import type { ErrorBody, ListedEvent, Page } from "./types.js";
 
 export interface PullOptions {
   baseUrl: string;
   getToken: () => string | Promise<string>;
+  /**
+   * The user (the `sub` of the tokens) whose copy the pages go into: each
+   * attempt's token must be theirs, or nothing is sent and the pull
+   * throws PullStopped "wrong_user" ("unreadable_token" for a token with
+   * no readable `sub`). Give it whenever the pages are kept for one user:
+   * another user's token would read that user's events into this one's
+   * copy and move its cursor into the other's stream. Absent, the token is
+   * sent as it is (a reader for whoever the token is).
+   */
+  user?: string;
   /**
    * The id of a space to read the events of (GET /api/v1/spaces/{space}/events),
    * whose events carry their `author`; the caller's own events if absent. A
@@ -56,10 +67,14 @@ export class PullError extends Error {
   }
 }
 
-/** A pull given up before an answer: why (as a drain's stopped) and the last failure seen. */
+/**
+ * A pull given up before an answer: why (as a drain's stopped; "wrong_user"
+ * and "unreadable_token" for a token refused for PullOptions.user, with
+ * nothing sent) and the last failure seen.
+ */
 export class PullStopped extends Error {
   constructor(
-    readonly reason: StopReason,
+    readonly reason: StopReason | TokenRefusal,
     readonly lastError?: string,
   ) {
     super(`pull stopped: ${reason}${lastError ? ` (${lastError})` : ""}`);
@@ -103,8 +118,11 @@ export class EventPull implements AsyncIterable<ListedEvent> {
         url.searchParams.set("cursor", this.#cursor);
       }
       url.searchParams.set("limit", String(this.#o.limit ?? MAX_PAGE_EVENTS));
-      const outcome = await sendUntilAnswered(
-        async () => new Request(url, { headers: { authorization: `Bearer ${await this.#o.getToken()}` } }),
+      const outcome = await sendUntilAnswered<TokenRefusal>(
+        async () => {
+          const checked = await tokenFor(this.#o.getToken, this.#o.user);
+          return "refused" in checked ? checked : new Request(url, { headers: { authorization: `Bearer ${checked.token}` } });
+        },
         { fetch: f, retrier: r, signal: this.#o.signal },
       );
       if (outcome.kind === "stopped") {

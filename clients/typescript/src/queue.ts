@@ -1,7 +1,7 @@
 import { batchURL, eventsURL, type Fetch, type Outcome, type StopReason, sendUntilAnswered } from "./http.js";
 import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
-import { tokenSubject } from "./token.js";
+import { type TokenRefusal, tokenFor } from "./token.js";
 import type { ApiError, ErrorBody, QueueEntry } from "./types.js";
 import { uuidv4 } from "./uuid.js";
 
@@ -47,7 +47,7 @@ export const MAX_SPACE_BATCH_EVENTS = MAX_BATCH_EVENTS - 1;
 export type QueueStopReason = "unauthorized" | "forbidden" | UserRefusal | StopReason;
 
 /** The reasons a drain refuses to send a token: it is another user's, or says no user at all. */
-type UserRefusal = "wrong_user" | "unreadable_token";
+type UserRefusal = TokenRefusal;
 
 /** What a drain did. */
 export interface DrainReport {
@@ -265,11 +265,11 @@ export class SyncQueue {
   }
 
   /**
-   * Sends body to url under key until answered (POST; DELETE without a body). Each attempt asks for the
-   * token afresh and checks it is for the storage's user before anything
-   * is sent: the token may have changed during a backoff (a logout, a
-   * login as someone else), and a queue of one user sent with another's
-   * token would be stored in the other's account for good.
+   * Sends body to url under key until answered (POST; DELETE without a
+   * body). Each attempt takes the token from tokenFor, for the storage's
+   * user, before anything is sent: the token may have changed during a
+   * backoff (a logout, a login as someone else), and a queue of one user
+   * sent with another's token would be stored in the other's account for good.
    */
   #post(
     url: URL,
@@ -282,14 +282,11 @@ export class SyncQueue {
     const user = this.#o.storage.user;
     return sendUntilAnswered<UserRefusal>(
       async () => {
-        const token = await this.#o.getToken();
-        const sub = tokenSubject(token);
-        if (sub === undefined) {
-          return { refused: "unreadable_token", error: "the token has no readable sub (not a JWT?): nothing is sent with it" };
+        const checked = await tokenFor(this.#o.getToken, user);
+        if ("refused" in checked) {
+          return checked;
         }
-        if (sub !== user) {
-          return { refused: "wrong_user", error: "the token is another user's than the queue's: nothing is sent with it" };
-        }
+        const { token } = checked;
         if (body === undefined) {
           return new Request(url, { method: "DELETE", headers: { authorization: `Bearer ${token}`, "idempotency-key": key } });
         }

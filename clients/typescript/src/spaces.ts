@@ -1,7 +1,7 @@
-import { eventsURL, type Fetch, type Refusal, type StopReason, sendUntilAnswered, spacesURL } from "./http.js";
+import { eventsURL, type Fetch, type StopReason, sendUntilAnswered, spacesURL } from "./http.js";
 import { type RetryOptions, retrier } from "./retry.js";
 import type { components } from "./schema.js";
-import { tokenSubject } from "./token.js";
+import { type TokenRefusal, tokenFor, tokenSubject } from "./token.js";
 import type { ErrorBody, ErrorCode } from "./types.js";
 import { uuidv4 } from "./uuid.js";
 
@@ -22,6 +22,14 @@ export interface SpaceOptions {
   baseUrl: string;
   /** The bearer token for the next attempt (asked for each attempt). */
   getToken: () => string | Promise<string>;
+  /**
+   * The user (the `sub` of the tokens) the calls are made for: each
+   * attempt's token must be theirs, or nothing is sent and the call
+   * throws SpaceStopped "wrong_user" ("unreadable_token" for a token with
+   * no readable `sub`). Absent, the token is sent as it is, except by
+   * leaveSpace, which checks every attempt's token against the first's `sub`.
+   */
+  user?: string;
   fetch?: Fetch;
   retry?: RetryOptions;
   signal?: AbortSignal;
@@ -38,8 +46,8 @@ export interface MutationOptions {
   key?: string;
 }
 
-/** Why a space request was given up before an answer, as a drain's `stopped`; leaveSpace's token checks too. */
-export type SpaceStopReason = StopReason | "wrong_user" | "unreadable_token";
+/** Why a space request was given up before an answer, as a drain's `stopped`; a token refused for SpaceOptions.user (or leaveSpace's) too. */
+export type SpaceStopReason = StopReason | TokenRefusal;
 
 /** A space request refused: the status and the server's error (its `code`, if it is the API's). */
 export class SpaceError extends Error {
@@ -88,10 +96,10 @@ export async function createSpace(options: SpaceOptions, space: { id?: string; n
 /** The spaces the caller is a member of, each with the caller's role, sorted by id. */
 export async function listSpaces(options: SpaceOptions): Promise<Space[]> {
   const url = spacesURL(options.baseUrl);
-  const outcome = await sendUntilAnswered(
-    async () => new Request(url, { headers: { authorization: `Bearer ${await options.getToken()}` } }),
-    attempt(options),
-  );
+  const outcome = await sendUntilAnswered<TokenRefusal>(async () => {
+    const checked = await tokenFor(options.getToken, options.user);
+    return "refused" in checked ? checked : new Request(url, { headers: { authorization: `Bearer ${checked.token}` } });
+  }, attempt(options));
   if (outcome.kind === "stopped") {
     throw new SpaceStopped(outcome.reason, outcome.error);
   }
@@ -133,17 +141,18 @@ export async function removeMember(
 }
 
 /**
- * The caller leaves the space: removeMember of the token's own `sub`. Each
- * attempt checks the token is still that user's (a login as someone else
- * during a backoff stops it as "wrong_user", nothing sent).
+ * The caller leaves the space: removeMember of options.user, or without
+ * one of the token's own `sub`. Each attempt checks the token is still
+ * that user's (a login as someone else during a backoff stops it as
+ * "wrong_user", nothing sent).
  */
 export async function leaveSpace(options: SpaceOptions, spaceId: string, mutation: MutationOptions = {}): Promise<RemovedMember> {
-  const sub = tokenSubject(await options.getToken());
-  if (sub === undefined) {
+  const user = options.user ?? tokenSubject(await options.getToken());
+  if (user === undefined) {
     throw new SpaceStopped("unreadable_token", "the token has no readable sub (not a JWT?): nothing is sent with it");
   }
-  const url = spacesURL(options.baseUrl, spaceId, `members/${encodeURIComponent(sub)}`);
-  return (await mutate(options, "DELETE", url, mutation.key, undefined, 200, sub)) as RemovedMember;
+  const url = spacesURL(options.baseUrl, spaceId, `members/${encodeURIComponent(user)}`);
+  return (await mutate({ ...options, user }, "DELETE", url, mutation.key, undefined, 200)) as RemovedMember;
 }
 
 /**
@@ -178,7 +187,7 @@ function attempt(options: SpaceOptions) {
 /**
  * Sends one mutation under one key until it is answered: the answer's body
  * for the status expected, else SpaceError; SpaceStopped when given up.
- * With user, each attempt's token must be that user's.
+ * With options.user, each attempt's token must be that user's (tokenFor).
  */
 async function mutate(
   options: SpaceOptions,
@@ -187,18 +196,15 @@ async function mutate(
   key: string | undefined,
   body: unknown,
   expected: number,
-  user?: string,
 ): Promise<unknown> {
   const k = key ?? uuidv4();
   const json = body === undefined ? undefined : JSON.stringify(body);
-  const outcome = await sendUntilAnswered<"wrong_user" | "unreadable_token">(async () => {
-    const token = await options.getToken();
-    if (user !== undefined) {
-      const sub = tokenSubject(token);
-      if (sub !== user) {
-        return refusal(sub === undefined ? "unreadable_token" : "wrong_user");
-      }
+  const outcome = await sendUntilAnswered<TokenRefusal>(async () => {
+    const checked = await tokenFor(options.getToken, options.user);
+    if ("refused" in checked) {
+      return checked;
     }
+    const { token } = checked;
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, "idempotency-key": k };
     if (json !== undefined) {
       headers["content-type"] = "application/json";
@@ -212,14 +218,4 @@ async function mutate(
     throw new SpaceError(outcome.response.status, outcome.body as ErrorBody);
   }
   return outcome.body;
-}
-
-function refusal(r: "wrong_user" | "unreadable_token"): Refusal<"wrong_user" | "unreadable_token"> {
-  return {
-    refused: r,
-    error:
-      r === "wrong_user"
-        ? "the token is another user's than the one leaving: nothing is sent with it"
-        : "the token has no readable sub: nothing is sent with it",
-  };
 }

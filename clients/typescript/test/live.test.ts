@@ -511,6 +511,32 @@ describe("LiveSync", () => {
     });
   });
 
+  describe("for a user (options.user)", () => {
+    const cases: [string, string, string][] = [
+      ["another user's token", localToken("someone-else"), "wrong_user"],
+      ["a token without sub", "opaque-access-token", "unreadable_token"],
+    ];
+    for (const [name, token, reason] of cases) {
+      it(`${name}: stopped (${reason}) before any socket, no pull, on a space's channel too`, async () => {
+        for (const space of [undefined, "space-1"]) {
+          const t = await live({ user: USER, getToken: () => token, channel: { ...CHANNEL, space }, pollIntervalMs: 10 });
+          await until(() => t.sync.state.kind === "stopped", "stopped");
+          assert.equal(t.sync.state.kind === "stopped" && t.sync.state.reason, reason);
+          await sleep(30);
+          assert.equal(t.ws.sockets.length, 0, "no socket");
+          assert.equal(t.pull.calls, 0, "no pull");
+        }
+      });
+    }
+
+    it("the user's own token: their channel", async () => {
+      const t = await live({ user: USER });
+      t.ws.last().open();
+      t.ws.last().deliver({ type: "connection_ack" });
+      assert.equal(t.ws.last().subscribe().channel, `/users/${USER}`);
+    });
+  });
+
   it("takes a connection that hears nothing for connectionTimeoutMs for dead, and connects again", async () => {
     const t = await live();
     const first = t.ws.last();
@@ -557,6 +583,16 @@ describe("LiveSync", () => {
         assert.deepEqual(t.kinds(), ["connecting", "live", `stopped:${reason}`]);
       });
     }
+
+    it("PullStopped wrong_user (a token refused for the user): stopped, with why, no more pulls", async () => {
+      const t = await live({ pollIntervalMs: 10, liveCheckMs: 10 });
+      t.pull.fail = new PullStopped("wrong_user", "another's");
+      t.ws.last().handshake();
+      await until(() => t.sync.state.kind === "stopped", "stopped");
+      assert.deepEqual(t.sync.state, { kind: "stopped", reason: "wrong_user", error: "another's" });
+      await sleep(40);
+      assert.equal(t.pull.calls, 1);
+    });
 
     it("500, or any other failure: reported, and the next poke pulls again", async () => {
       const errors: unknown[] = [];

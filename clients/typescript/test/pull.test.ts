@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { PullError, pullEvents } from "../src/pull.js";
-import { answer, error, fakeFetch, instantRetry, TOKEN } from "./helpers.js";
+import { PullError, PullStopped, pullEvents } from "../src/pull.js";
+import { answer, error, fakeFetch, instantRetry, TOKEN, USER } from "./helpers.js";
+import { localToken } from "./server.js";
 
 const ev = (n: number) => ({
   id: `id-${n}`,
@@ -107,6 +108,30 @@ it("pullEvents throws the server's refusal", async () => {
     },
     (err: unknown) => err instanceof PullError && err.status === 400 && err.body?.message === "validation_failed",
   );
+});
+
+it("pullEvents for a user sends only that user's token: another's, or one with no sub, stops it before anything is sent", async () => {
+  const api = pagedServer([ev(1), ev(2)]);
+  const read = async (getToken: () => string) => {
+    const pull = pullEvents({ baseUrl: "https://api.example.com", user: USER, getToken, fetch: api.fetch, retry: instantRetry().retry });
+    const ids: string[] = [];
+    for await (const e of pull) {
+      ids.push(e.id);
+    }
+    return ids;
+  };
+  for (const [token, reason] of [
+    [localToken("someone-else"), "wrong_user"],
+    ["opaque", "unreadable_token"],
+  ]) {
+    await assert.rejects(
+      read(() => token as string),
+      (err: unknown) => err instanceof PullStopped && err.reason === reason,
+      reason,
+    );
+  }
+  assert.equal(api.seen.length, 0, "nothing sent");
+  assert.deepEqual(await read(() => TOKEN), ["id-1", "id-2"], "the user's own token reads");
 });
 
 it("pullEvents with startOver: a 410 CURSOR_EXPIRED drops the copy and reads from the start; a floor that keeps rising under it stops it after 3", async () => {

@@ -217,7 +217,7 @@ describe("a queue is its user's: sent only with a token whose sub is the storage
       rejected: 0,
       retries: 0,
       stopped: "wrong_user",
-      error: "the token is another user's than the queue's: nothing is sent with it",
+      error: "the token is another user's: nothing is sent with it",
     });
     assert.equal(api.seen.length, 0);
     assert.deepEqual(

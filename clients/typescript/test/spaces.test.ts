@@ -247,6 +247,23 @@ describe("spaces: create, list, members", () => {
     assert.deepEqual(paths, [`/api/v1/spaces/${SPACE}/members/a%2Fb%20c`, `/api/v1/spaces/${SPACE}/members/${USER}`]);
   });
 
+  it("with options.user, every call sends only that user's token: another's stops it, nothing sent", async () => {
+    const api = fakeFetch(() => answer(200, { spaces: [] }));
+    const as = (token: string) => options(api.fetch, { user: USER, getToken: () => token });
+    const wrong = as(localToken("someone-else"));
+    const refused = (err: unknown) => err instanceof SpaceStopped && err.reason === "wrong_user";
+    await assert.rejects(createSpace(wrong, { name: "x" }), refused);
+    await assert.rejects(listSpaces(wrong), refused);
+    await assert.rejects(addMember(wrong, SPACE, "m", "reader"), refused);
+    await assert.rejects(removeMember(wrong, SPACE, "m"), refused);
+    await assert.rejects(leaveSpace(wrong, SPACE), refused);
+    await assert.rejects(deleteEvent(wrong, "e"), refused);
+    await assert.rejects(listSpaces(as("opaque")), (err: unknown) => err instanceof SpaceStopped && err.reason === "unreadable_token");
+    assert.equal(api.seen.length, 0, "nothing sent");
+    assert.deepEqual(await listSpaces(as(TOKEN)), []);
+    assert.equal(api.seen.length, 1);
+  });
+
   it("leaveSpace checks every attempt's token is still the leaving user's", async () => {
     let token = TOKEN;
     const api = fakeFetch(() => {
