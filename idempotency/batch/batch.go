@@ -22,7 +22,9 @@ import (
 // answered to anyone; a consumer may leave it zero.
 //
 // An error reports the record failed, unless its key was recorded before
-// (a commit whose answer was lost): then the record is Replayed, done.
+// (a commit whose answer was lost): then the record is Replayed, done. A
+// panic is not recovered: it ends the invocation, and Lambda delivers the
+// whole batch again.
 type Handler[R, W any] func(ctx context.Context, record R, now time.Time) (idempotency.Execution[W], error)
 
 // Order says whether a failure ends the batch.

@@ -276,7 +276,9 @@ func TestSQSKeyAndCallerFromTheMessage(t *testing.T) {
 
 // The commit of the second message is applied and its answer lost on
 // every SDK attempt: the message is reported failed, and, delivered again
-// to a fresh environment, replays from its record: written once.
+// to a fresh environment, replays from its record: written once. Its
+// handler now fails (what it read is gone, say), and the stored answer
+// wins: the record is done, not failed.
 func TestSQSLostAnswerIsReportedThenReplayed(t *testing.T) {
 	ctx := context.Background()
 	e := setup(t)
@@ -291,11 +293,15 @@ func TestSQSLostAnswerIsReportedThenReplayed(t *testing.T) {
 		t.Errorf("failures %+v, want the outcome unknown", sum.Failures)
 	}
 	e.b.Transport.Reset()
+	e.setFail("b", true)
 	resp, sum = batch.SQS(ctx, e.flow(false), events.SQSEvent{Records: event.Records[1:2]}, e.sqsHandler, batch.Options[events.SQSMessage]{})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v on redelivery", sqsIDs(resp))
 	}
 	wantOutcomes(t, sum, map[idempotency.Outcome]int{idempotency.Replayed: 1})
+	if n := e.ran("b"); n != 2 {
+		t.Errorf("b's handler ran %d times, want 2: its refusal on redelivery overruled by the record", n)
+	}
 	e.wantCounts(t, map[string]int{"a": 1, "b": 1, "c": 1})
 }
 
