@@ -5,10 +5,12 @@
 // answers a retry with the recorded answer.
 //
 // A service on DynamoDB does not start here: package dynamodbstore is this
-// flow over DynamoDB with no type parameter to write, and package mutation
-// its HTTP envelope. This package is for what they do not cover: a store of
-// another database (implement [Store], two methods; W is that database's
-// write type) or the flow called directly, without HTTP.
+// flow over DynamoDB with no type parameter to write, package mutation its
+// HTTP envelope, and package batch its consumer of SQS, Kinesis and
+// DynamoDB stream batches. This package is for what they do not cover: a
+// store of another database (implement [Store], two methods; W is that
+// database's write type) or the flow called directly, from another
+// trigger.
 //
 // [Flow.Do] takes a [Request] (user, key, method, route, canonical body)
 // and an [Executor], and returns a [Result] whose Outcome says what

@@ -136,9 +136,9 @@ func ExamplePlan() {
 	// 404 {"error":"NOTE_NOT_FOUND","message":"No note has that id; nothing was stored"}
 }
 
-// The flow without HTTP (a queue's consumer, say): an Executor plans the
-// answer and the writes, given the commit's time, and Do commits them once
-// per key.
+// The flow without HTTP (a schedule's run, say; a queue's or a stream's
+// batch has package batch): an Executor plans the answer and the writes,
+// given the commit's time, and Do commits them once per key.
 func ExampleFlow() {
 	ctx := context.Background()
 	client, stop := localTables(ctx)

@@ -13,26 +13,22 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/idempotency"
+	"github.com/sync-events/sync-events/idempotency/batch"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 )
 
-// Without HTTP: an SQS batch through idempotency.Flow directly, one Do per
-// message, keyed by an id the producer put in a message attribute (SQS's
-// own MessageId is new on every send, so it cannot key a re-sent
-// message). A message delivered twice, in one batch or another, writes
-// once; a failed record goes in BatchItemFailures for SQS to redeliver.
+// Without HTTP: an SQS batch through package batch, each message once
+// under the id its producer put in a message attribute (SQS's own
+// MessageId is new on every send, so it cannot key a re-sent message). A
+// message delivered twice, in one batch or another, writes once; a failed
+// record goes in BatchItemFailures for SQS to redeliver.
 // docs/exactly-once.md shows this code.
 func TestFlowWithoutHTTPOnAnSQSBatch(t *testing.T) {
 	b := start(t)
 	flow := dynamodbstore.NewFlow(b.client, b.ledger, idempotency.Options{Cache: idempotency.NewReplayCache(1 << 20)})
-	handle := func(ctx context.Context, batch events.SQSEvent) events.SQSEventResponse {
-		var out events.SQSEventResponse
-		for _, msg := range batch.Records {
-			if err := importNote(ctx, flow, b.notesTable, msg); err != nil {
-				out.BatchItemFailures = append(out.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-			}
-		}
-		return out
+	handle := func(ctx context.Context, event events.SQSEvent) events.SQSEventResponse {
+		resp, _ := batch.SQS(ctx, flow, event, importNote(b.notesTable), byRequestID)
+		return resp
 	}
 	message := func(requestID, noteID string) events.SQSMessage {
 		return events.SQSMessage{
@@ -61,35 +57,32 @@ func TestFlowWithoutHTTPOnAnSQSBatch(t *testing.T) {
 	}
 }
 
-// importNote writes one message's note exactly once under its request id.
-func importNote(ctx context.Context, flow *dynamodbstore.Flow, table string, msg events.SQSMessage) error {
-	key := aws.ToString(msg.MessageAttributes["request-id"].StringValue)
-	if key == "" {
-		return fmt.Errorf("message without a request-id")
-	}
-	body, err := idempotency.Canonicalize([]byte(msg.Body))
-	if err != nil {
-		return err
-	}
-	var note struct{ ID, Title string }
-	if err := json.Unmarshal(body, &note); err != nil {
-		return err
-	}
-	req := idempotency.Request{UserID: "importer", Key: key, Method: "SQS", Route: "notes-import", CanonicalBody: body}
-	res, err := flow.Do(ctx, req, func(context.Context, time.Time) (dynamodbstore.Execution, error) {
+// byRequestID keys each message by the id its producer put in the
+// request-id attribute: a producer's retried send is another message with
+// the same request id.
+var byRequestID = batch.Options[events.SQSMessage]{
+	Key: func(msg events.SQSMessage) (string, error) {
+		key := aws.ToString(msg.MessageAttributes["request-id"].StringValue)
+		if key == "" {
+			return "", fmt.Errorf("message without a request-id")
+		}
+		return key, nil
+	},
+}
+
+// importNote writes one message's note; batch.SQS commits it with the
+// message's key, once.
+func importNote(table string) batch.Handler[events.SQSMessage, dynamodbstore.Write] {
+	return func(_ context.Context, msg events.SQSMessage, _ time.Time) (dynamodbstore.Execution, error) {
+		var note struct{ ID, Title string }
+		if err := json.Unmarshal([]byte(msg.Body), &note); err != nil {
+			return dynamodbstore.Execution{}, err // reported failed, and redelivered
+		}
 		return dynamodbstore.Execution{
-			Response: idempotency.Response{StatusCode: 200, Body: []byte(`{}`)},
 			Writes: []dynamodbstore.Write{{Put: &types.Put{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 				"user_id": &types.AttributeValueMemberS{Value: "importer"}, "id": &types.AttributeValueMemberS{Value: note.ID},
 				"title": &types.AttributeValueMemberS{Value: note.Title}, "version": &types.AttributeValueMemberN{Value: "1"},
 			}}}},
 		}, nil
-	})
-	switch {
-	case err != nil: // the store failed: let SQS redeliver
-		return err
-	case res.Outcome == idempotency.KeyReused: // the id was sent again with another body
-		return fmt.Errorf("request id reused with another body")
 	}
-	return nil // Executed, or Replayed: already done
 }
