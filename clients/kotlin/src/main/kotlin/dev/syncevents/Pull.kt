@@ -43,7 +43,9 @@ internal const val CURSOR = "cursor"
  * to its end, handing each page's events to [deliver] before the page's
  * cursor is kept, so that a crash re-delivers a page rather than skips one.
  * On 410 CURSOR_EXPIRED it calls [startOver] and reads from the beginning
- * (at most 3 times a pull).
+ * (at most 3 times a pull). Each request's token comes from [tokenFor]:
+ * one not the storage's user's throws [TokenRefused] before anything is
+ * sent or stored.
  */
 internal suspend fun pull(
     http: OkHttpClient,
@@ -66,7 +68,8 @@ internal suspend fun pull(
             if (cursor != null) addQueryParameter("cursor", cursor)
             addQueryParameter("limit", "1000")
         }.build()
-        val req = Request.Builder().url(url).header("Authorization", "Bearer ${token()}").build()
+        // Before each request, the token checked against the storage's user: another user's stream is never read into it.
+        val req = Request.Builder().url(url).header("Authorization", "Bearer ${tokenFor(storage.user, token)}").build()
         val (status, body, retryAfter) = try {
             http.newCall(req).execute().use { Triple(it.code, it.body.string(), retryAfterMs(it.header("Retry-After"))) }
         } catch (e: IOException) {

@@ -59,6 +59,13 @@ internal const val SENT_WAIT_MS: Long = 10 * 60_000L
  * Once [start]ed, it keeps the stream current by itself: it pulls on each
  * poke heard on [channel], and every [pollIntervalMs] while it hears none
  * ([live] says which).
+ *
+ * Every request (each pull, write, space operation, and the live
+ * channel's subscription) asks [token] afresh and checks its `sub` against
+ * the storage's [QueueStorage.user] before anything is sent: another
+ * user's token stops the client ([SyncStatus.Stopped] with
+ * [StopReason.WRONG_USER]) with nothing sent, stored or subscribed, and
+ * the cursor where it was.
  */
 public class SyncClient(
     private val storage: QueueStorage,
@@ -193,6 +200,9 @@ public class SyncClient(
             val now = clock()
             keepSent(sent.filterValues { now - it < SENT_WAIT_MS })
             _status.value = if (pending().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
+        } catch (e: TokenRefused) {
+            // Another user's token (or none readable): nothing was sent, stored or moved.
+            _status.value = SyncStatus.Stopped(e.reason, e.message)
         } catch (e: PullException) {
             _status.value = if (e.status == 401 || e.status == 403) {
                 SyncStatus.Stopped(if (e.status == 401) StopReason.UNAUTHORIZED else StopReason.FORBIDDEN, e.message)
@@ -242,7 +252,10 @@ public class SyncClient(
      * cursor reached, on each (re)subscription, every [pollIntervalMs]
      * while the channel is not live and every [liveCheckMs] while it is. A
      * stream [SyncStatus.Stopped] is not pulled again until the app calls
-     * [sync] or writes. Again after [stop], it starts afresh.
+     * [sync] or writes. Again after [stop], it starts afresh. The channel
+     * is subscribed only with a token of the storage's user: with another
+     * user's it subscribes to nothing, and the client stops
+     * ([SyncStatus.Stopped], [StopReason.WRONG_USER]) and is not started.
      */
     public fun start(): Unit = synchronized(this) {
         if (ticker != null) return
@@ -255,10 +268,16 @@ public class SyncClient(
         } else {
             subscription = channel.subscribe(
                 path,
+                storage.user,
                 object : LiveChannel.Listener {
                     override fun state(s: LiveState) = enter(s)
 
                     override fun poke(cursor: String?) = want(poke = cursor)
+
+                    override fun refused(reason: StopReason, error: String) {
+                        _status.value = SyncStatus.Stopped(reason, error)
+                        stop()
+                    }
                 },
             )
         }
