@@ -60,6 +60,7 @@ internal suspend fun pull(
     var startedOver = 0
     var delivered = 0
     var attempt = 0
+    var started = System.nanoTime()
     while (true) {
         val cursor = storage.getValue(CURSOR)
         val url = baseUrl.toHttpUrl().newBuilder().apply {
@@ -78,10 +79,13 @@ internal suspend fun pull(
         if (status == -1 || status == 429 || status >= 500) {
             attempt++
             if (attempt >= retry.maxAttempts) throw IOException("pull gave up after $attempt attempts: last $status $body")
-            delay(retry.delayMs(attempt, retryAfter))
+            val wait = retry.delayMs(attempt, retryAfter)
+            if (retry.givesUp(started, wait)) throw IOException("pull gave up after $attempt attempts in ${retry.maxElapsedMs} ms: last $status $body")
+            delay(wait)
             continue
         }
         attempt = 0
+        started = System.nanoTime()
         val obj = try {
             Json.parseToJsonElement(body) as? JsonObject
         } catch (_: Exception) {

@@ -20,7 +20,8 @@ internal val JSON_TYPE = "application/json".toMediaType()
 /**
  * Sends a mutation, built by [request] with each attempt's token (and the
  * caller's fixed Idempotency-Key), until answered: no answer, a 429 or a
- * 5xx is tried again after [retry]'s wait. Each attempt asks for the token
+ * 5xx is tried again after [retry]'s wait, within its attempts and time
+ * budget. Each attempt asks for the token
  * afresh from [tokenFor], which checks its `sub` is [user] before
  * sending: a mutation sent with another user's token would be carried out
  * in that user's account.
@@ -37,6 +38,7 @@ internal suspend fun sendUntilAnswered(
 ): Outcome {
     var attempt = 0
     var last: String? = null
+    val started = System.nanoTime()
     while (true) {
         attempt++
         if (attempt > retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
@@ -61,8 +63,10 @@ internal suspend fun sendUntilAnswered(
             last = "network: ${e.javaClass.simpleName}"
         }
         if (attempt >= retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
+        val wait = retry.delayMs(attempt, retryAfter)
+        if (retry.givesUp(started, wait)) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, "$last; gave up after ${retry.maxElapsedMs} ms")
         retrying()
-        delay(retry.delayMs(attempt, retryAfter))
+        delay(wait)
     }
 }
 

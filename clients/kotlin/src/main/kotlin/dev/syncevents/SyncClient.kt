@@ -27,13 +27,21 @@ import java.util.concurrent.atomic.AtomicReference
 
 /** Where the client stands. */
 public sealed interface SyncStatus {
+    /** Nothing done yet: the client has neither sent nor pulled since it was made (writes may be queued from before, see [SyncClient.pending]). */
+    public data object Idle : SyncStatus
+
     /** Writes are being sent or the stream pulled, or a write answered is not listed by a pull yet ([SyncClient.waiting]). */
     public data object Syncing : SyncStatus
 
     /** Every write answered and listed by a pull, and the last pull reached the stream's end. */
     public data object Synced : SyncStatus
 
-    /** The last sync failed in a way that is retried on the next [SyncClient.sync] (no answer, say). */
+    /**
+     * The last sync failed in a way that is retried on the next
+     * [SyncClient.sync]: no answer within the [RetryPolicy]'s budget (no
+     * network, no server), or a 5xx or 429 throughout; or the app's
+     * `onEvents` or the storage threw.
+     */
     public data class Failed(val error: String) : SyncStatus
 
     /** Stopped until the app acts (a 401, another user's token, a space's 403): writes stay queued with their keys. */
@@ -107,7 +115,7 @@ public class SyncClient(
 
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
-    private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Syncing)
+    private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Idle)
     private val _events = MutableSharedFlow<SyncEvent>(extraBufferCapacity = 1024)
     private val _live = MutableStateFlow<LiveState>(LiveState.Stopped)
 
@@ -174,7 +182,9 @@ public class SyncClient(
 
     /**
      * Sends every queued write, then pulls from the kept cursor to the
-     * stream's end; the last report. What `onEvents` or the storage throws
+     * stream's end; the last report. It ends: with no answer it gives up
+     * after [RetryPolicy.maxElapsedMs] (20 s by default) a request, the
+     * status [SyncStatus.Failed], writes still queued under their keys. What `onEvents` or the storage throws
      * comes out here, the status [SyncStatus.Failed], the cursor where the
      * last page applied left it.
      */
