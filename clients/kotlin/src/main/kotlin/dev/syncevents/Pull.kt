@@ -38,6 +38,9 @@ public class PullException(public val status: Int, public val code: String?, bod
 
 internal const val CURSOR = "cursor"
 
+/** The most events a pull asks for in one page. */
+internal const val PAGE_LIMIT: Int = 1000
+
 /**
  * Reads a stream's pages from the cursor kept in [storage] (under "cursor")
  * to its end, handing each page's events to [deliver] before the page's
@@ -67,7 +70,7 @@ internal suspend fun pull(
             addPathSegments("api/v1")
             if (space == null) addPathSegments("sync/events") else addPathSegment("spaces").addPathSegment(space).addPathSegment("events")
             if (cursor != null) addQueryParameter("cursor", cursor)
-            addQueryParameter("limit", "1000")
+            addQueryParameter("limit", PAGE_LIMIT.toString())
         }.build()
         // Before each request, the token checked against the storage's user: another user's stream is never read into it.
         val req = Request.Builder().url(url).header("Authorization", "Bearer ${tokenFor(storage.user, token)}").build()

@@ -8,9 +8,9 @@ import kotlinx.coroutines.flow.distinctUntilChanged
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.Job
 import kotlinx.coroutines.channels.Channel
-import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableSharedFlow
 import kotlinx.coroutines.flow.MutableStateFlow
+import kotlinx.coroutines.flow.SharedFlow
 import kotlinx.coroutines.flow.StateFlow
 import kotlinx.coroutines.flow.asSharedFlow
 import kotlinx.coroutines.flow.asStateFlow
@@ -47,6 +47,13 @@ public sealed interface SyncStatus {
     /** Stopped until the app acts (a 401, another user's token, a space's 403): writes stay queued with their keys. */
     public data class Stopped(val reason: StopReason, val error: String?) : SyncStatus
 }
+
+/**
+ * How many of the latest events [SyncClient.events] replays to a new
+ * collector: as many as a pulled page holds at most, so a collector
+ * started just after a sync gets at least its last page whole.
+ */
+public const val EVENTS_REPLAY: Int = PAGE_LIMIT
 
 /** The value beside the queue that keeps [SyncClient.waiting]: each event id with when its write was answered. */
 private const val SENT = "sent"
@@ -116,7 +123,7 @@ public class SyncClient(
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
     private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Idle)
-    private val _events = MutableSharedFlow<SyncEvent>(extraBufferCapacity = 1024)
+    private val _events = MutableSharedFlow<SyncEvent>(replay = EVENTS_REPLAY, extraBufferCapacity = 1024)
     private val _live = MutableStateFlow<LiveState>(LiveState.Stopped)
 
     // A pull wanted by the app or the interval (forced), or by a poke (past its cursor).
@@ -161,12 +168,19 @@ public class SyncClient(
     public val waiting: StateFlow<Set<String>> = _waiting.asStateFlow()
 
     /**
-     * Events the server confirmed (pulled), and deletions, as they arrive,
-     * for a view; subscribe before [sync]. A collector may see an event
-     * after its cursor is kept: what must survive a crash goes through
-     * `onEvents`.
+     * Events the server confirmed (pulled), and deletions, in the stream's
+     * order, for a view. A new collector first gets the latest
+     * [EVENTS_REPLAY] events delivered (the last pages, whole, when they
+     * hold no more; `replayCache` lists them), then each as it arrives: one
+     * started just after a [sync] or [start] misses nothing of a pull of
+     * up to that many events, and a collector started again (a view
+     * recreated) gets events it may have seen already, so apply them by
+     * id. Earlier events of a longer pull are not replayed: what must not
+     * be missed, or must survive a crash, goes through `onEvents`, which
+     * is called with every page before its cursor is kept. The replay
+     * holds those events in memory while the client lives.
      */
-    public val events: Flow<SyncEvent> = _events.asSharedFlow()
+    public val events: SharedFlow<SyncEvent> = _events.asSharedFlow()
 
     /** Queues an event (stored with its key before anything is sent; throws if it cannot be) and syncs. */
     public fun write(type: String, payload: JsonObject): QueueEntry = queue.write(type, payload).also { want(force = true) }
