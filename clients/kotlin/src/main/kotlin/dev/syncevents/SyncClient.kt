@@ -6,7 +6,10 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.collectLatest
 import kotlinx.coroutines.flow.distinctUntilChanged
 import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.Job
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.withContext
 import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.flow.MutableSharedFlow
 import kotlinx.coroutines.flow.MutableStateFlow
@@ -105,7 +108,7 @@ public class SyncClient(
     private val pollIntervalMs: Long = 10_000,
     /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
     private val liveCheckMs: Long = 300_000,
-) {
+) : AutoCloseable {
     init {
         require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
     }
@@ -182,11 +185,22 @@ public class SyncClient(
      */
     public val events: SharedFlow<SyncEvent> = _events.asSharedFlow()
 
-    /** Queues an event (stored with its key before anything is sent; throws if it cannot be) and syncs. */
-    public fun write(type: String, payload: JsonObject): QueueEntry = queue.write(type, payload).also { want(force = true) }
+    /**
+     * Queues an event of [type] with [payload] and wakes a sync in the
+     * client's scope; returns the stored entry. The entry and its key are
+     * stored in one storage transaction on [Dispatchers.IO] (main-safe)
+     * before anything is sent; it throws, queuing nothing, if they cannot
+     * be. The storing is not cancelled half-way: a caller cancelled
+     * meanwhile gets a CancellationException, and the write may be queued
+     * all the same ([pending] tells).
+     */
+    public suspend fun write(type: String, payload: JsonObject): QueueEntry = queued { queue.write(type, payload) }
 
-    /** Queues the deletion of [eventId] and syncs. */
-    public fun delete(eventId: String): QueueEntry = queue.delete(eventId).also { want(force = true) }
+    /** Queues the deletion of [eventId] and wakes a sync, as [write] does: stored first, on [Dispatchers.IO]. */
+    public suspend fun delete(eventId: String): QueueEntry = queued { queue.delete(eventId) }
+
+    private suspend fun queued(store: () -> QueueEntry): QueueEntry =
+        withContext(Dispatchers.IO + NonCancellable) { store().also { want(force = true) } }
 
     /** Writes the server refused, kept for the app (CONFLICT, REJECTED). */
     public fun kept(): List<QueueEntry> = queue.kept()
@@ -387,7 +401,11 @@ public class SyncClient(
         return c
     }
 
-    /** Sign-out: stops syncing and removes this user's queue and cursor. */
+    /**
+     * Sign-out: [close]s the client and removes this stream's queue,
+     * cursor and kept values from the storage (which stays open: the app
+     * closes it).
+     */
     public fun signOut() {
         close()
         storage.clear()
@@ -395,8 +413,17 @@ public class SyncClient(
         _waiting.value = emptySet()
     }
 
-    /** Stops syncing; the queue stays for the next client over the same storage. */
-    public fun close() {
+    /**
+     * Stops syncing: the loop, the pokes and intervals, the live
+     * subscription. The queue stays for the next client over the same
+     * storage. It closes neither the storage, nor the [LiveChannel], nor
+     * the OkHttp client: the app made them, may share them (one SQLite
+     * file for several users and spaces, one channel for the user's
+     * streams), and closes them itself once every client over them is
+     * closed. A client [follow] returned is closed on its own. Closing
+     * twice does nothing more.
+     */
+    override fun close() {
         stop()
         wake.close()
         loop.cancel()
