@@ -63,7 +63,10 @@ public enum class PollReason {
  * poke, the stream's head, `{"cursor":…}`. Nothing heard within the
  * keep-alive timeout (AppSync sends `ka` every minute), a close or an
  * error breaks the connection: each stream polls meanwhile, and it
- * reconnects after [reconnect]'s full-jitter backoff.
+ * reconnects after [reconnect]'s full-jitter backoff. A stream's channel
+ * is subscribed only with a token whose `sub` is the stream's user: with
+ * another user's token the client is stopped (StopReason.WRONG_USER), and
+ * no socket is opened for it.
  */
 public class LiveChannel(
     /** The WebSocket endpoint, e.g. `wss://xyz.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime`. */
@@ -107,10 +110,13 @@ public class LiveChannel(
     internal interface Listener {
         fun state(s: LiveState)
         fun poke(cursor: String?)
+
+        /** The connection's token is not the subscription's user's (or has no readable sub): it was dropped unsubscribed. */
+        fun refused(reason: StopReason, error: String)
     }
 
     /** A stream's subscription; [cancel] unsubscribes it. */
-    internal inner class Sub(val path: String, private val listener: Listener) {
+    internal inner class Sub(val path: String, val user: String, private val listener: Listener) {
         val id: String = UUID.randomUUID().toString()
         var subscribed = false
         var refusedUntil = 0L
@@ -126,6 +132,8 @@ public class LiveChannel(
 
         fun poke(cursor: String?) = listener.poke(cursor)
 
+        fun refused(r: TokenRefused) = listener.refused(r.reason, r.message ?: r.reason.name)
+
         fun cancel() {
             cmds.trySend(Cmd.Remove(this))
         }
@@ -138,8 +146,13 @@ public class LiveChannel(
         return if (space != null) "/spaces/$space" else "/$namespace/$user"
     }
 
-    /** Subscribes listener to path, now or once the connection is acknowledged. */
-    internal fun subscribe(path: String, listener: Listener): Sub = Sub(path, listener).also { cmds.trySend(Cmd.Add(it)) }
+    /**
+     * Subscribes listener to path, of [user]'s stream, now or once the
+     * connection is acknowledged; only with a token whose `sub` is [user]
+     * (else it is dropped and told [Listener.refused]).
+     */
+    internal fun subscribe(path: String, user: String, listener: Listener): Sub =
+        Sub(path, user, listener).also { cmds.trySend(Cmd.Add(it)) }
 
     /** Closes the socket and ends every subscription; the channel is not used again. */
     override fun close() {
@@ -228,6 +241,8 @@ public class LiveChannel(
         }
         if (conn !== c) return
         if (t == null) return broken()
+        // No socket opened with a token for none of its subscriptions' users.
+        if (!keepOnly(t)) return
         c.token = t
         val header = "header-" + Base64.getUrlEncoder().withoutPadding().encodeToString(authorization(t).toString().toByteArray())
         val req = try {
@@ -244,8 +259,24 @@ public class LiveChannel(
         put("Authorization", token)
     }
 
+    /** Drops, telling each, the subscriptions [token] may not be used for (another user's); whether any is left. */
+    private fun keepOnly(token: String): Boolean {
+        for (sub in subs.toList()) {
+            val r = refusal(token, sub.user) ?: continue
+            sub.refused(r)
+            remove(sub)
+        }
+        return subs.isNotEmpty()
+    }
+
     private fun subscribe(c: Conn, sub: Sub) {
         if (sub.refusedUntil > System.currentTimeMillis()) return // its retry job subscribes it later
+        // Every subscribe goes through here: never one to a channel of a user the token is not.
+        refusal(c.token, sub.user)?.let {
+            sub.refused(it)
+            remove(sub)
+            return
+        }
         c.ws?.send(
             buildJsonObject {
                 put("type", "subscribe")
@@ -270,7 +301,7 @@ public class LiveChannel(
                 c.acked = true
                 (m["connectionTimeoutMs"] as? JsonPrimitive)?.longOrNull?.takeIf { it > 0 }?.let { c.keepAliveMs = it }
                 keepAlive(c)
-                subs.forEach { subscribe(c, it) }
+                subs.toList().forEach { subscribe(c, it) }
             }
             "subscribe_success" -> if (sub != null && !sub.subscribed) {
                 sub.subscribed = true

@@ -38,12 +38,17 @@ public class PullException(public val status: Int, public val code: String?, bod
 
 internal const val CURSOR = "cursor"
 
+/** The most events a pull asks for in one page. */
+internal const val PAGE_LIMIT: Int = 1000
+
 /**
  * Reads a stream's pages from the cursor kept in [storage] (under "cursor")
  * to its end, handing each page's events to [deliver] before the page's
  * cursor is kept, so that a crash re-delivers a page rather than skips one.
  * On 410 CURSOR_EXPIRED it calls [startOver] and reads from the beginning
- * (at most 3 times a pull).
+ * (at most 3 times a pull). Each request's token comes from [tokenFor]:
+ * one not the storage's user's throws [TokenRefused] before anything is
+ * sent or stored.
  */
 internal suspend fun pull(
     http: OkHttpClient,
@@ -58,15 +63,17 @@ internal suspend fun pull(
     var startedOver = 0
     var delivered = 0
     var attempt = 0
+    var started = System.nanoTime()
     while (true) {
         val cursor = storage.getValue(CURSOR)
         val url = baseUrl.toHttpUrl().newBuilder().apply {
             addPathSegments("api/v1")
             if (space == null) addPathSegments("sync/events") else addPathSegment("spaces").addPathSegment(space).addPathSegment("events")
             if (cursor != null) addQueryParameter("cursor", cursor)
-            addQueryParameter("limit", "1000")
+            addQueryParameter("limit", PAGE_LIMIT.toString())
         }.build()
-        val req = Request.Builder().url(url).header("Authorization", "Bearer ${token()}").build()
+        // Before each request, the token checked against the storage's user: another user's stream is never read into it.
+        val req = Request.Builder().url(url).header("Authorization", "Bearer ${tokenFor(storage.user, token)}").build()
         val (status, body, retryAfter) = try {
             http.newCall(req).execute().use { Triple(it.code, it.body.string(), retryAfterMs(it.header("Retry-After"))) }
         } catch (e: IOException) {
@@ -75,10 +82,13 @@ internal suspend fun pull(
         if (status == -1 || status == 429 || status >= 500) {
             attempt++
             if (attempt >= retry.maxAttempts) throw IOException("pull gave up after $attempt attempts: last $status $body")
-            delay(retry.delayMs(attempt, retryAfter))
+            val wait = retry.delayMs(attempt, retryAfter)
+            if (retry.givesUp(started, wait)) throw IOException("pull gave up after $attempt attempts in ${retry.maxElapsedMs} ms: last $status $body")
+            delay(wait)
             continue
         }
         attempt = 0
+        started = System.nanoTime()
         val obj = try {
             Json.parseToJsonElement(body) as? JsonObject
         } catch (_: Exception) {

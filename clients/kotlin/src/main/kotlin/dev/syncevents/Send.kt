@@ -20,9 +20,11 @@ internal val JSON_TYPE = "application/json".toMediaType()
 /**
  * Sends a mutation, built by [request] with each attempt's token (and the
  * caller's fixed Idempotency-Key), until answered: no answer, a 429 or a
- * 5xx is tried again after [retry]'s wait. Each attempt asks for the token
- * afresh and checks its `sub` is [user] before sending: a mutation sent
- * with another user's token would be carried out in that user's account.
+ * 5xx is tried again after [retry]'s wait, within its attempts and time
+ * budget. Each attempt asks for the token
+ * afresh from [tokenFor], which checks its `sub` is [user] before
+ * sending: a mutation sent with another user's token would be carried out
+ * in that user's account.
  * [attempted] is called before each send, [retrying] before each wait.
  */
 internal suspend fun sendUntilAnswered(
@@ -36,12 +38,15 @@ internal suspend fun sendUntilAnswered(
 ): Outcome {
     var attempt = 0
     var last: String? = null
+    val started = System.nanoTime()
     while (true) {
         attempt++
         if (attempt > retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
-        val t = token()
-        val sub = tokenSubject(t) ?: return Outcome.Stopped(StopReason.UNREADABLE_TOKEN, "the token has no readable sub")
-        if (sub != user) return Outcome.Stopped(StopReason.WRONG_USER, "the token is another user's than the storage's")
+        val t = try {
+            tokenFor(user, token)
+        } catch (e: TokenRefused) {
+            return Outcome.Stopped(e.reason, e.message)
+        }
         attempted()
         var retryAfter: Long? = null
         try {
@@ -58,8 +63,10 @@ internal suspend fun sendUntilAnswered(
             last = "network: ${e.javaClass.simpleName}"
         }
         if (attempt >= retry.maxAttempts) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, last)
+        val wait = retry.delayMs(attempt, retryAfter)
+        if (retry.givesUp(started, wait)) return Outcome.Stopped(StopReason.RETRIES_EXHAUSTED, "$last; gave up after ${retry.maxElapsedMs} ms")
         retrying()
-        delay(retry.delayMs(attempt, retryAfter))
+        delay(wait)
     }
 }
 

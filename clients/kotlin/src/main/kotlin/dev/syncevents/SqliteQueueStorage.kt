@@ -81,7 +81,8 @@ public class SqliteQueueStorage(
             st.executeQuery().use { rs ->
                 val out = ArrayList<QueueEntry>()
                 while (rs.next()) {
-                    val status = rs.getInt(7)
+                    // wasNull() speaks of the column read last: ask it right after error_status.
+                    val errorStatus = rs.getInt(7).takeUnless { rs.wasNull() }
                     out += QueueEntry(
                         key = rs.getString(1),
                         eventId = rs.getString(2),
@@ -89,7 +90,7 @@ public class SqliteQueueStorage(
                         action = EntryAction.valueOf(rs.getString(4)),
                         batch = rs.getString(5),
                         status = EntryStatus.valueOf(rs.getString(6)),
-                        errorStatus = if (rs.wasNull()) null else status,
+                        errorStatus = errorStatus,
                         errorBody = rs.getString(8),
                     )
                 }

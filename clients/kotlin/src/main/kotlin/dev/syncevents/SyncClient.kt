@@ -6,11 +6,14 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.collectLatest
 import kotlinx.coroutines.flow.distinctUntilChanged
 import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.Job
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.withContext
 import kotlinx.coroutines.channels.Channel
-import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableSharedFlow
 import kotlinx.coroutines.flow.MutableStateFlow
+import kotlinx.coroutines.flow.SharedFlow
 import kotlinx.coroutines.flow.StateFlow
 import kotlinx.coroutines.flow.asSharedFlow
 import kotlinx.coroutines.flow.asStateFlow
@@ -27,18 +30,33 @@ import java.util.concurrent.atomic.AtomicReference
 
 /** Where the client stands. */
 public sealed interface SyncStatus {
+    /** Nothing done yet: the client has neither sent nor pulled since it was made (writes may be queued from before, see [SyncClient.pending]). */
+    public data object Idle : SyncStatus
+
     /** Writes are being sent or the stream pulled, or a write answered is not listed by a pull yet ([SyncClient.waiting]). */
     public data object Syncing : SyncStatus
 
     /** Every write answered and listed by a pull, and the last pull reached the stream's end. */
     public data object Synced : SyncStatus
 
-    /** The last sync failed in a way that is retried on the next [SyncClient.sync] (no answer, say). */
+    /**
+     * The last sync failed in a way that is retried on the next
+     * [SyncClient.sync]: no answer within the [RetryPolicy]'s budget (no
+     * network, no server), or a 5xx or 429 throughout; or the app's
+     * `onEvents` or the storage threw.
+     */
     public data class Failed(val error: String) : SyncStatus
 
     /** Stopped until the app acts (a 401, another user's token, a space's 403): writes stay queued with their keys. */
     public data class Stopped(val reason: StopReason, val error: String?) : SyncStatus
 }
+
+/**
+ * How many of the latest events [SyncClient.events] replays to a new
+ * collector: as many as a pulled page holds at most, so a collector
+ * started just after a sync gets at least its last page whole.
+ */
+public const val EVENTS_REPLAY: Int = PAGE_LIMIT
 
 /** The value beside the queue that keeps [SyncClient.waiting]: each event id with when its write was answered. */
 private const val SENT = "sent"
@@ -59,6 +77,13 @@ internal const val SENT_WAIT_MS: Long = 10 * 60_000L
  * Once [start]ed, it keeps the stream current by itself: it pulls on each
  * poke heard on [channel], and every [pollIntervalMs] while it hears none
  * ([live] says which).
+ *
+ * Every request (each pull, write, space operation, and the live
+ * channel's subscription) asks [token] afresh and checks its `sub` against
+ * the storage's [QueueStorage.user] before anything is sent: another
+ * user's token stops the client ([SyncStatus.Stopped] with
+ * [StopReason.WRONG_USER]) with nothing sent, stored or subscribed, and
+ * the cursor where it was.
  */
 public class SyncClient(
     private val storage: QueueStorage,
@@ -83,7 +108,7 @@ public class SyncClient(
     private val pollIntervalMs: Long = 10_000,
     /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
     private val liveCheckMs: Long = 300_000,
-) {
+) : AutoCloseable {
     init {
         require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
     }
@@ -100,8 +125,8 @@ public class SyncClient(
 
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
-    private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Syncing)
-    private val _events = MutableSharedFlow<SyncEvent>(extraBufferCapacity = 1024)
+    private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Idle)
+    private val _events = MutableSharedFlow<SyncEvent>(replay = EVENTS_REPLAY, extraBufferCapacity = 1024)
     private val _live = MutableStateFlow<LiveState>(LiveState.Stopped)
 
     // A pull wanted by the app or the interval (forced), or by a poke (past its cursor).
@@ -146,18 +171,36 @@ public class SyncClient(
     public val waiting: StateFlow<Set<String>> = _waiting.asStateFlow()
 
     /**
-     * Events the server confirmed (pulled), and deletions, as they arrive,
-     * for a view; subscribe before [sync]. A collector may see an event
-     * after its cursor is kept: what must survive a crash goes through
-     * `onEvents`.
+     * Events the server confirmed (pulled), and deletions, in the stream's
+     * order, for a view. A new collector first gets the latest
+     * [EVENTS_REPLAY] events delivered (the last pages, whole, when they
+     * hold no more; `replayCache` lists them), then each as it arrives: one
+     * started just after a [sync] or [start] misses nothing of a pull of
+     * up to that many events, and a collector started again (a view
+     * recreated) gets events it may have seen already, so apply them by
+     * id. Earlier events of a longer pull are not replayed: what must not
+     * be missed, or must survive a crash, goes through `onEvents`, which
+     * is called with every page before its cursor is kept. The replay
+     * holds those events in memory while the client lives.
      */
-    public val events: Flow<SyncEvent> = _events.asSharedFlow()
+    public val events: SharedFlow<SyncEvent> = _events.asSharedFlow()
 
-    /** Queues an event (stored with its key before anything is sent; throws if it cannot be) and syncs. */
-    public fun write(type: String, payload: JsonObject): QueueEntry = queue.write(type, payload).also { want(force = true) }
+    /**
+     * Queues an event of [type] with [payload] and wakes a sync in the
+     * client's scope; returns the stored entry. The entry and its key are
+     * stored in one storage transaction on [Dispatchers.IO] (main-safe)
+     * before anything is sent; it throws, queuing nothing, if they cannot
+     * be. The storing is not cancelled half-way: a caller cancelled
+     * meanwhile gets a CancellationException, and the write may be queued
+     * all the same ([pending] tells).
+     */
+    public suspend fun write(type: String, payload: JsonObject): QueueEntry = queued { queue.write(type, payload) }
 
-    /** Queues the deletion of [eventId] and syncs. */
-    public fun delete(eventId: String): QueueEntry = queue.delete(eventId).also { want(force = true) }
+    /** Queues the deletion of [eventId] and wakes a sync, as [write] does: stored first, on [Dispatchers.IO]. */
+    public suspend fun delete(eventId: String): QueueEntry = queued { queue.delete(eventId) }
+
+    private suspend fun queued(store: () -> QueueEntry): QueueEntry =
+        withContext(Dispatchers.IO + NonCancellable) { store().also { want(force = true) } }
 
     /** Writes the server refused, kept for the app (CONFLICT, REJECTED). */
     public fun kept(): List<QueueEntry> = queue.kept()
@@ -167,7 +210,9 @@ public class SyncClient(
 
     /**
      * Sends every queued write, then pulls from the kept cursor to the
-     * stream's end; the last report. What `onEvents` or the storage throws
+     * stream's end; the last report. It ends: with no answer it gives up
+     * after [RetryPolicy.maxElapsedMs] (20 s by default) a request, the
+     * status [SyncStatus.Failed], writes still queued under their keys. What `onEvents` or the storage throws
      * comes out here, the status [SyncStatus.Failed], the cursor where the
      * last page applied left it.
      */
@@ -193,6 +238,9 @@ public class SyncClient(
             val now = clock()
             keepSent(sent.filterValues { now - it < SENT_WAIT_MS })
             _status.value = if (pending().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
+        } catch (e: TokenRefused) {
+            // Another user's token (or none readable): nothing was sent, stored or moved.
+            _status.value = SyncStatus.Stopped(e.reason, e.message)
         } catch (e: PullException) {
             _status.value = if (e.status == 401 || e.status == 403) {
                 SyncStatus.Stopped(if (e.status == 401) StopReason.UNAUTHORIZED else StopReason.FORBIDDEN, e.message)
@@ -242,7 +290,10 @@ public class SyncClient(
      * cursor reached, on each (re)subscription, every [pollIntervalMs]
      * while the channel is not live and every [liveCheckMs] while it is. A
      * stream [SyncStatus.Stopped] is not pulled again until the app calls
-     * [sync] or writes. Again after [stop], it starts afresh.
+     * [sync] or writes. Again after [stop], it starts afresh. The channel
+     * is subscribed only with a token of the storage's user: with another
+     * user's it subscribes to nothing, and the client stops
+     * ([SyncStatus.Stopped], [StopReason.WRONG_USER]) and is not started.
      */
     public fun start(): Unit = synchronized(this) {
         if (ticker != null) return
@@ -255,10 +306,16 @@ public class SyncClient(
         } else {
             subscription = channel.subscribe(
                 path,
+                storage.user,
                 object : LiveChannel.Listener {
                     override fun state(s: LiveState) = enter(s)
 
                     override fun poke(cursor: String?) = want(poke = cursor)
+
+                    override fun refused(reason: StopReason, error: String) {
+                        _status.value = SyncStatus.Stopped(reason, error)
+                        stop()
+                    }
                 },
             )
         }
@@ -344,7 +401,11 @@ public class SyncClient(
         return c
     }
 
-    /** Sign-out: stops syncing and removes this user's queue and cursor. */
+    /**
+     * Sign-out: [close]s the client and removes this stream's queue,
+     * cursor and kept values from the storage (which stays open: the app
+     * closes it).
+     */
     public fun signOut() {
         close()
         storage.clear()
@@ -352,8 +413,17 @@ public class SyncClient(
         _waiting.value = emptySet()
     }
 
-    /** Stops syncing; the queue stays for the next client over the same storage. */
-    public fun close() {
+    /**
+     * Stops syncing: the loop, the pokes and intervals, the live
+     * subscription. The queue stays for the next client over the same
+     * storage. It closes neither the storage, nor the [LiveChannel], nor
+     * the OkHttp client: the app made them, may share them (one SQLite
+     * file for several users and spaces, one channel for the user's
+     * streams), and closes them itself once every client over them is
+     * closed. A client [follow] returned is closed on its own. Closing
+     * twice does nothing more.
+     */
+    override fun close() {
         stop()
         wake.close()
         loop.cancel()

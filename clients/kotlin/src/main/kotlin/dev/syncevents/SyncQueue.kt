@@ -115,7 +115,9 @@ public class SyncQueue(
     /**
      * Queues an event of [type] with [payload], stored with a new key in one
      * storage transaction before anything is sent; throws (and queues
-     * nothing) if it cannot be stored. Returns the stored entry.
+     * nothing) if it cannot be stored. Returns the stored entry. It blocks
+     * on the storage: call it off the main thread ([SyncClient.write]
+     * suspends and does).
      */
     public fun write(type: String, payload: JsonObject, id: String = UUID.randomUUID().toString(), occurredAt: Instant = Instant.now()): QueueEntry {
         require(type.isNotEmpty()) { "type must not be empty" }
@@ -130,7 +132,7 @@ public class SyncQueue(
         return entry
     }
 
-    /** Queues the deletion of the event [eventId], under a key of its own, sent alone as DELETE. */
+    /** Queues the deletion of the event [eventId], under a key of its own, sent alone as DELETE; blocks on the storage, as [write] does. */
     public fun delete(eventId: String): QueueEntry {
         require(eventId.isNotEmpty()) { "eventId must not be empty" }
         val entry = QueueEntry(

@@ -24,3 +24,29 @@ public fun tokenSubject(token: String): String? {
         null
     }
 }
+
+/** A token refused before it was used: [reason] is [StopReason.WRONG_USER] or [StopReason.UNREADABLE_TOKEN]. */
+internal class TokenRefused(val reason: StopReason, message: String) : Exception(message)
+
+/**
+ * Why [token] may not be used for [user]'s storage, or null if it may:
+ * its `sub` must be [user]. A request with another user's token would read
+ * that user's stream into this user's storage, or write into their account.
+ */
+internal fun refusal(token: String, user: String): TokenRefused? {
+    val sub = tokenSubject(token) ?: return TokenRefused(StopReason.UNREADABLE_TOKEN, "the token has no readable sub")
+    if (sub != user) return TokenRefused(StopReason.WRONG_USER, "the token is another user's than the storage's")
+    return null
+}
+
+/**
+ * The one place every request (a pull, a write, a space operation, the
+ * live channel's connection) obtains its token: asked for afresh, and
+ * returned only if it is [user]'s; otherwise [TokenRefused] is thrown and
+ * nothing is to be sent with it.
+ */
+internal suspend fun tokenFor(user: String, token: suspend () -> String): String {
+    val t = token()
+    refusal(t, user)?.let { throw it }
+    return t
+}

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Tag
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
 import java.nio.file.Path
@@ -28,6 +29,7 @@ import java.util.UUID
  * 429s, both with Retry-After. Each event queued must be listed once, and
  * nothing else.
  */
+@Tag("server")
 class FaultServerTest {
     @TempDir
     lateinit var dir: Path

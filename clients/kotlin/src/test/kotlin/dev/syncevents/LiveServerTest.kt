@@ -13,12 +13,14 @@ import kotlinx.coroutines.withTimeout
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Tag
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
 import java.nio.file.Path
 import java.util.UUID
 
 /** The live channel against make run's server: its poke function and its Event API stand-in. */
+@Tag("server")
 class LiveServerTest {
     @TempDir
     lateinit var dir: Path

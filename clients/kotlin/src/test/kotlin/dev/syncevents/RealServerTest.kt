@@ -12,12 +12,14 @@ import okhttp3.Request
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Tag
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
 import java.nio.file.Path
 import java.util.UUID
 
 /** Against the real handler, as `make run` serves it. */
+@Tag("server")
 class RealServerTest {
     @TempDir
     lateinit var dir: Path

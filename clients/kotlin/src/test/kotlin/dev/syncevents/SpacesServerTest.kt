@@ -22,6 +22,7 @@ import okhttp3.Request
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Tag
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 import org.junit.jupiter.api.io.TempDir
@@ -30,6 +31,7 @@ import java.nio.file.Path
 import java.util.UUID
 
 /** Spaces against make run's server: members, live pokes of a space, a removal. */
+@Tag("server")
 class SpacesServerTest {
     @TempDir
     lateinit var dir: Path

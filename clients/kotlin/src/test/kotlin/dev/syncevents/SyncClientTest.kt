@@ -13,6 +13,7 @@ import okhttp3.mockwebserver.MockResponse
 import okhttp3.mockwebserver.MockWebServer
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Tag
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.io.TempDir
 import java.io.File
@@ -27,6 +28,7 @@ class SyncClientTest {
     private fun payload(i: Int) = JsonObject(mapOf("n" to JsonPrimitive(i)))
 
     @Test
+    @Tag("server")
     fun `a second device receives the events and the deletion, as such`() = runBlocking {
         val url = LocalServer.shared.url
         val user = "kt-" + UUID.randomUUID()
@@ -122,6 +124,7 @@ class SyncClientTest {
     }
 
     @Test
+    @Tag("server")
     fun `a process killed mid-drain, a new one finishes with the same keys, each event listed once`() = runBlocking {
         val url = LocalServer.shared.url
         val user = "kt-" + UUID.randomUUID()

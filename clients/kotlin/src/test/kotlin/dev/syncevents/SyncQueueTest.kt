@@ -42,6 +42,16 @@ class SyncQueueTest {
     private fun payload(i: Int) = JsonObject(mapOf("n" to JsonPrimitive(i)))
 
     @Test
+    fun `an entry reads back from SQLite as it was written, a pending one without an error status`() {
+        val s = storage()
+        val e = queue(s).write("note.created", payload(1))
+        assertEquals(listOf(e), s.list())
+        val rejected = e.copy(status = EntryStatus.REJECTED, errorStatus = 400, errorBody = "{}")
+        s.updateAll(listOf(rejected))
+        assertEquals(listOf(rejected), storage().list(), "and from the file reopened")
+    }
+
+    @Test
     fun `a batch keeps its key through 503 and 429 and is sent whole`() = runBlocking {
         val s = storage()
         repeat(3) { queue(s).write("note.created", payload(it)) }
