@@ -253,8 +253,11 @@ func (s *Server) subscribe(ctx context.Context, conn *websocket.Conn, sub string
 			s.subs[m.Channel] = map[*subscriber]struct{}{}
 		}
 		s.subs[m.Channel][sb] = struct{}{}
-		s.mu.Unlock()
+		// Acknowledged before the lock goes, so that a publish that finds
+		// the subscription sends its data after the ack, as AppSync does:
+		// a device reads subscribe_success before any event of it.
 		send(ctx, conn, message{Type: "subscribe_success", ID: m.ID})
+		s.mu.Unlock()
 	}
 }
 
