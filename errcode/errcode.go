@@ -43,6 +43,10 @@ const (
 const (
 	// KeyReused: the 409 for a known key with another request.
 	KeyReused Code = "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD"
+	// KeyInProgress: the 409 for a known key whose first request is
+	// still running its steps. Retry after the answer's Retry-After, with
+	// the same key.
+	KeyInProgress Code = "IDEMPOTENCY_KEY_IN_PROGRESS"
 	// Conflict: a condition of the mutation's writes failed, where the
 	// mutation did not say more precisely why.
 	Conflict Code = "CONFLICT"

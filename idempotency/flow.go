@@ -60,7 +60,7 @@ const (
 )
 
 // Outcomes lists every Outcome.
-var Outcomes = []Outcome{Executed, Replayed, KeyReused, WriteRejected, ConflictExhausted}
+var Outcomes = []Outcome{Executed, Replayed, KeyReused, WriteRejected, ConflictExhausted, InProgress}
 
 // Result is how the flow answered. Response is set for Executed and
 // Replayed; for KeyReused and WriteRejected the caller words the answer,
@@ -115,6 +115,10 @@ type Options struct {
 	// (outbox.Outbox.Committed) where no stream of the ledger table does.
 	// It must not block the answer.
 	Committed func(ctx context.Context, rec Record)
+	// Lease bounds how long an execution with steps holds its key where
+	// the context has no deadline (a Lambda's context has one: its
+	// remaining time); 0 is DefaultLease.
+	Lease time.Duration
 }
 
 // Flow runs mutations whose business writes are of type W exactly once per
@@ -126,6 +130,7 @@ type Flow[W any] struct {
 	retention time.Duration
 	now       func() time.Time
 	committed func(ctx context.Context, rec Record)
+	lease     time.Duration
 	// Conflict retries: attempts in all, and the wait between them.
 	attempts int
 	backoff  Backoff
@@ -139,6 +144,7 @@ func NewFlow[W any](store Store[W], opts Options) *Flow[W] {
 		retention: opts.Retention,
 		now:       opts.Now,
 		committed: opts.Committed,
+		lease:     opts.Lease,
 		attempts:  6,
 		backoff:   Backoff{Base: 10 * time.Millisecond, Max: 200 * time.Millisecond},
 	}
@@ -147,6 +153,9 @@ func NewFlow[W any](store Store[W], opts Options) *Flow[W] {
 	}
 	if f.now == nil {
 		f.now = time.Now
+	}
+	if f.lease <= 0 {
+		f.lease = DefaultLease
 	}
 	return f
 }
@@ -181,10 +190,12 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 		res.FromCache = true
 		return res, nil
 	}
-	exec, err := execute(ctx, now)
+	steps := newStepper(f, ctx, rec)
+	exec, err := execute(context.WithValue(ctx, stepperKey{}, steps), now)
 	if err != nil {
-		return f.refuse(ctx, rec, fmt.Errorf("execute mutation: %w", err))
+		return f.failed(ctx, rec, steps, err)
 	}
+	rec.Lease = steps.held()
 	rec.StatusCode, rec.ResponseBody = exec.StatusCode, exec.Body
 	if rec.Effects, err = pendingEffects(exec.Effects); err != nil {
 		return Result{}, err
@@ -208,6 +219,7 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (res Result, retry bool, err error) {
 	err = f.store.Commit(ctx, rec, exec.Writes, rec.CreatedAt)
 	var exists *KeyExistsError
+	var held *InProgressError
 	var writeFailed *WriteConditionError
 	switch {
 	case err == nil:
@@ -218,6 +230,9 @@ func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (re
 		return Result{Response: exec.Response, Summary: Summary{Outcome: Executed}}, false, nil
 	case errors.As(err, &exists):
 		return f.resolveKnown(ctx, rec, exists.Existing)
+	case errors.As(err, &held):
+		res, err := inProgress(rec, held, f.now())
+		return res, false, err
 	case errors.As(err, &writeFailed):
 		return Result{Summary: Summary{Outcome: WriteRejected}, Refusals: writeFailed.Refusals}, false, nil
 	case errors.Is(err, ErrTransactionConflict):
@@ -225,6 +240,27 @@ func (f *Flow[W]) commit(ctx context.Context, rec Record, exec Execution[W]) (re
 	default:
 		return Result{}, false, fmt.Errorf("commit idempotency record: %w", err)
 	}
+}
+
+// failed answers a request whose executor failed with err: where a step
+// found the key taken, as its holder says; otherwise as refuse does, once
+// the execution's lease (if it took one) is released.
+func (f *Flow[W]) failed(ctx context.Context, rec Record, steps *stepper, err error) (Result, error) {
+	var taken *leaseTaken
+	if !errors.As(err, &taken) {
+		steps.release(ctx)
+		return f.refuse(ctx, rec, fmt.Errorf("execute mutation: %w", err))
+	}
+	var exists *KeyExistsError
+	var held *InProgressError
+	switch {
+	case errors.As(taken.err, &exists):
+		res, _, err := f.resolveKnown(ctx, rec, exists.Existing)
+		return res, err
+	case errors.As(taken.err, &held):
+		return inProgress(rec, held, f.now())
+	}
+	return Result{}, fmt.Errorf("take the key's lease: %w", taken.err)
 }
 
 // refuse answers a request whose executor failed with err: from the key's
@@ -264,7 +300,7 @@ func (f *Flow[W]) resolveKnown(ctx context.Context, rec Record, existing *Record
 // answerKnown is the answer to rec when existing holds its key: the stored
 // answer if it is the same request, KeyReused otherwise.
 func answerKnown(rec, existing Record) Result {
-	if existing.PayloadHash != rec.PayloadHash || existing.Method != rec.Method || existing.Route != rec.Route {
+	if !rec.SameRequest(existing) {
 		return Result{Summary: Summary{Outcome: KeyReused}}
 	}
 	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Summary: Summary{Outcome: Replayed}}

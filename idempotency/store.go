@@ -24,6 +24,17 @@ type Record struct {
 	// Effects are the mutation's effects and how their delivery stands;
 	// none for most mutations.
 	Effects []EffectState
+	// Lease, on a record being committed, is the owner of the key's lease
+	// the execution took to run steps: the record replaces that lease's
+	// item. Empty for a mutation without steps.
+	Lease string
+}
+
+// SameRequest reports whether r and o record one request: the same
+// payload, method and route. A key sent again with another request is a
+// reused key.
+func (r Record) SameRequest(o Record) bool {
+	return r.PayloadHash == o.PayloadHash && r.Method == o.Method && r.Route == o.Route
 }
 
 // Store is what the flow needs from the database, for business writes of

@@ -3,6 +3,7 @@ package dynamodbstore
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,15 +31,19 @@ type recordItem struct {
 }
 
 // effectPrefix begins the name of each effect's attribute: "effect:" and
-// the effect's name. Each is an attribute of its own, not an entry of a
-// map or a list, so that settling one replaces a whole top-level
-// attribute: kumo applies no SET to a nested path.
+// the effect's index among the mutation's effects. Each is an attribute
+// of its own, not an entry of a map or a list, and named by its index,
+// not its name: settling one replaces a whole top-level attribute whose
+// name has no dot, which every DynamoDB-compatible backend reads alike
+// (kumo applies no SET to a nested path, and splits a name on its dots).
 const effectPrefix = "effect:"
+
+func effectAttribute(i int) string { return effectPrefix + strconv.Itoa(i) }
 
 // effectItem is one effect as the record holds it, and how its delivery
 // stands.
 type effectItem struct {
-	Order    int    `dynamodbav:"order"`
+	Name     string `dynamodbav:"name"`
 	Kind     string `dynamodbav:"kind"`
 	Payload  []byte `dynamodbav:"payload"`
 	Status   string `dynamodbav:"status"`
@@ -46,8 +51,8 @@ type effectItem struct {
 	Reason   string `dynamodbav:"reason,omitempty"`
 }
 
-func encodeEffect(order int, e idempotency.EffectState) types.AttributeValue {
-	v, err := attributevalue.Marshal(effectItem{Order: order, Kind: e.Kind, Payload: e.Payload, Status: string(e.Status), Attempts: e.Attempts, Reason: e.Reason})
+func encodeEffect(e idempotency.EffectState) types.AttributeValue {
+	v, err := attributevalue.Marshal(effectItem{Name: e.Name, Kind: e.Kind, Payload: e.Payload, Status: string(e.Status), Attempts: e.Attempts, Reason: e.Reason})
 	if err != nil {
 		panic(err) // strings, bytes and integers always marshal
 	}
@@ -58,32 +63,27 @@ func encodeEffect(order int, e idempotency.EffectState) types.AttributeValue {
 // declared, and false if item holds effects this package did not write.
 func decodeEffects(item map[string]types.AttributeValue) ([]idempotency.EffectState, bool) {
 	var out []idempotency.EffectState
-	for attr, v := range item {
-		name, ok := strings.CutPrefix(attr, effectPrefix)
+	for i := 0; ; i++ {
+		v, ok := item[effectAttribute(i)]
 		if !ok {
-			continue
+			break
 		}
 		var e effectItem
-		if err := attributevalue.Unmarshal(v, &e); err != nil || e.Order < 0 || e.Order >= len(item) {
+		if err := attributevalue.Unmarshal(v, &e); err != nil || e.Name == "" {
 			return nil, false
 		}
-		if e.Order >= len(out) {
-			out = append(out, make([]idempotency.EffectState, e.Order+1-len(out))...)
-		}
-		if out[e.Order].Name != "" {
-			return nil, false
-		}
-		out[e.Order] = idempotency.EffectState{
-			Effect: idempotency.Effect{Name: name, Kind: e.Kind, Payload: e.Payload},
+		out = append(out, idempotency.EffectState{
+			Effect: idempotency.Effect{Name: e.Name, Kind: e.Kind, Payload: e.Payload},
 			Status: idempotency.EffectStatus(e.Status), Attempts: e.Attempts, Reason: e.Reason,
+		})
+	}
+	held := 0
+	for attr := range item {
+		if strings.HasPrefix(attr, effectPrefix) {
+			held++
 		}
 	}
-	for _, e := range out {
-		if e.Name == "" {
-			return nil, false
-		}
-	}
-	return out, true
+	return out, held == len(out) // none out of the sequence
 }
 
 func encodeRecord(rec idempotency.Record) map[string]types.AttributeValue {
@@ -98,7 +98,7 @@ func encodeRecord(rec idempotency.Record) map[string]types.AttributeValue {
 		panic(err) // strings and integers always marshal
 	}
 	for i, e := range rec.Effects {
-		item[effectPrefix+e.Name] = encodeEffect(i, e)
+		item[effectAttribute(i)] = encodeEffect(e)
 	}
 	return item
 }

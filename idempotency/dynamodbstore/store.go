@@ -45,15 +45,22 @@ func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []typ
 	if err := checkKeys(rec); err != nil {
 		return err
 	}
-	items := make([]types.TransactWriteItem, 0, len(writes)+1)
-	items = append(items, types.TransactWriteItem{Put: &types.Put{
+	put := &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                encodeRecord(rec),
 		ConditionExpression:                 aws.String(ledgerCondition),
 		ExpressionAttributeNames:            map[string]string{"#k": SortKey, "#exp": TTLAttribute},
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": epoch(now)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}})
+	}
+	if rec.Lease != "" {
+		// The record replaces the item of the lease this execution holds.
+		put.ConditionExpression = aws.String(ledgerCondition + " OR #o = :lease")
+		put.ExpressionAttributeNames["#o"] = leaseOwnerAttribute
+		put.ExpressionAttributeValues[":lease"] = str(rec.Lease)
+	}
+	items := make([]types.TransactWriteItem, 0, len(writes)+1)
+	items = append(items, types.TransactWriteItem{Put: put})
 	items = append(items, writes...)
 	if err := checkTransaction(items); err != nil {
 		return err
@@ -70,7 +77,26 @@ func (s *Store) Commit(ctx context.Context, rec idempotency.Record, writes []typ
 	if errors.As(err, &failed) {
 		return s.readRefused(ctx, writes, failed)
 	}
+	var exists *idempotency.KeyExistsError
+	if errors.As(err, &exists) && exists.Existing == nil {
+		return s.readHolder(ctx, rec, err)
+	}
 	return err
+}
+
+// readHolder says who holds rec's key, where the failed condition came
+// back without the item (kumo returns none): its record, or an execution
+// in progress. Where the item is gone by then (TTL), err as it was: the
+// flow reads again and commits again.
+func (s *Store) readHolder(ctx context.Context, rec idempotency.Record, err error) error {
+	held, readErr := s.read(ctx, rec.UserID, rec.Key)
+	switch {
+	case readErr != nil:
+		return readErr // the transaction was cancelled: nothing was stored
+	case len(held) == 0:
+		return err
+	}
+	return holder(held)
 }
 
 // readRefused completes failed with a strongly consistent read of each
@@ -163,7 +189,10 @@ func classifyCommit(err error) error {
 	}
 	reasons := cancelled.CancellationReasons
 	if len(reasons) > 0 && aws.ToString(reasons[0].Code) == "ConditionalCheckFailed" {
-		return &idempotency.KeyExistsError{Existing: existingRecord(reasons[0].Item)}
+		if held := holder(reasons[0].Item); held != nil {
+			return held
+		}
+		return &idempotency.KeyExistsError{}
 	}
 	// The record is item 0, so business write i is item i+1.
 	var failed ConditionFailedError
@@ -198,7 +227,8 @@ func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
 }
 
 // Get reads a record with strong consistency: it may have been written a
-// moment ago by a concurrent request.
+// moment ago by a concurrent request. A key whose mutation is still
+// running its steps has no record yet: found is false.
 func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
@@ -208,8 +238,8 @@ func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record
 	if err != nil {
 		return idempotency.Record{}, false, Classify(fmt.Errorf("read idempotency record: %w", err))
 	}
-	if len(out.Item) == 0 {
-		return idempotency.Record{}, false, nil
+	if _, leased := out.Item[leaseOwnerAttribute]; len(out.Item) == 0 || leased {
+		return idempotency.Record{}, false, nil // none, or one still running its steps
 	}
 	rec, err := decodeRecord(out.Item)
 	if err != nil {
@@ -218,8 +248,9 @@ func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record
 	return rec, true, nil
 }
 
-// All reads every record of the table with strong consistency: for tests
-// and operators, never a request's path.
+// All reads every record of the table with strong consistency (keys still
+// running their steps have none yet): for tests and operators, never a
+// request's path.
 func (s *Store) All(ctx context.Context) ([]idempotency.Record, error) {
 	var out []idempotency.Record
 	in := &dynamodb.ScanInput{TableName: aws.String(s.table), ConsistentRead: aws.Bool(true)}
@@ -229,6 +260,9 @@ func (s *Store) All(ctx context.Context) ([]idempotency.Record, error) {
 			return nil, fmt.Errorf("scan %s: %w", s.table, err)
 		}
 		for _, item := range page.Items {
+			if _, leased := item[leaseOwnerAttribute]; leased {
+				continue // a key still running its steps has no record yet
+			}
 			rec, err := decodeRecord(item)
 			if err != nil {
 				return nil, fmt.Errorf("scan %s: %w", s.table, err)
@@ -248,8 +282,8 @@ func epoch(t time.Time) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.Unix(), 10)}
 }
 
-// SetEffect records st as the state of the record's effect i (st.Name,
-// the i-th declared), if that effect is still pending; otherwise it
+// SetEffect records st as the state of the record's effect i (the i-th
+// declared, named st.Name), if that effect is still pending; otherwise it
 // answers idempotency.ErrEffectSettled: an effect delivered or failed is
 // never set back, so that two deliveries at once (a stream's and the
 // process's) cannot undo each other. Package outbox calls it.
@@ -259,8 +293,8 @@ func (s *Store) SetEffect(ctx context.Context, userID, key string, i int, st ide
 		Key:                       map[string]types.AttributeValue{PartitionKey: str(userID), SortKey: str(key)},
 		UpdateExpression:          aws.String("SET #e = :e"),
 		ConditionExpression:       aws.String("#e.#s = :pending"),
-		ExpressionAttributeNames:  map[string]string{"#e": effectPrefix + st.Name, "#s": "status"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":e": encodeEffect(i, st), ":pending": str(string(idempotency.EffectPending))},
+		ExpressionAttributeNames:  map[string]string{"#e": effectAttribute(i), "#s": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":e": encodeEffect(st), ":pending": str(string(idempotency.EffectPending))},
 	})
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {

@@ -25,6 +25,7 @@ func DefaultStatuses() map[errcode.Code]int {
 		errcode.NotFound:             http.StatusNotFound,
 		errcode.MethodNotAllowed:     http.StatusMethodNotAllowed,
 		errcode.KeyReused:            http.StatusConflict,
+		errcode.KeyInProgress:        http.StatusConflict,
 		errcode.Conflict:             http.StatusConflict,
 		errcode.PayloadTooLarge:      http.StatusRequestEntityTooLarge,
 		errcode.UnsupportedMediaType: http.StatusUnsupportedMediaType,
@@ -100,7 +101,7 @@ func (a answers) answer(err error, mutation bool) (Response, *errcode.Error) {
 		b = []byte(`{"error":"INTERNAL","message":"Internal error"}`)
 	}
 	resp := jsonResponse(status, b)
-	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests || e.RetryAfter > 0 {
 		resp.Header.Set("Retry-After", strconv.Itoa(retryAfterSeconds(e.RetryAfter)))
 	}
 	return resp, e

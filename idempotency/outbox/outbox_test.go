@@ -93,7 +93,7 @@ func (s *shop) place(_ context.Context, r *mutation.Request) (dynamodbstore.Plan
 		}, ConditionExpression: aws.String("attribute_not_exists(id)")}}},
 		Effects: []idempotency.Effect{
 			{Name: "charge", Kind: "payment", Payload: []byte(`{"amount":1200}`)},
-			{Name: "receipt", Kind: "email", Payload: []byte(`{"to":"buyer"}`)},
+			{Name: "receipt.sent", Kind: "email", Payload: []byte(`{"to":"buyer"}`)},
 		},
 	}, nil
 }
@@ -183,7 +183,7 @@ func (s *shop) record(t *testing.T, key string) idempotency.Record {
 func TestEveryEffectHappensOnceThroughCrashes(t *testing.T) {
 	var points []*point
 	points = append(points, nil) // no crash: the answer lost alone
-	for _, effect := range []string{"charge", "receipt"} {
+	for _, effect := range []string{"charge", "receipt.sent"} {
 		for _, where := range []string{"before call", "after call", "before record", "after record"} {
 			points = append(points, &point{where, effect})
 		}
@@ -212,7 +212,7 @@ func TestEveryEffectHappensOnceThroughCrashes(t *testing.T) {
 			if s.deliver(t, key) {
 				t.Fatal("crashed with nothing planted")
 			}
-			if did := s.down.did(); did["charge"] != 1 || did["receipt"] != 1 || len(did) != 2 {
+			if did := s.down.did(); did["charge"] != 1 || did["receipt.sent"] != 1 || len(did) != 2 {
 				t.Errorf("downstream did %v, want each effect once", did)
 			}
 			for _, st := range s.record(t, key).Effects {
@@ -249,7 +249,7 @@ func TestEffectsAreDeliveredInTheProcessAfterTheCommit(t *testing.T) {
 		t.Fatalf("replay %d %s, first %d %s", again.StatusCode, again.Body, first.StatusCode, first.Body)
 	}
 	box.Wait()
-	if did := s.down.did(); did["charge"] != 1 || did["receipt"] != 1 || s.down.calls != 2 {
+	if did := s.down.did(); did["charge"] != 1 || did["receipt.sent"] != 1 || s.down.calls != 2 {
 		t.Errorf("downstream did %v in %d calls, want each effect once in 2", did, s.down.calls)
 	}
 }
@@ -304,7 +304,7 @@ func TestTheStreamDeliversAndReportsInOrder(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("%v %v", resp, err)
 	}
-	if did := s.down.did(); did["charge"] != 3 || did["receipt"] != 3 {
+	if did := s.down.did(); did["charge"] != 3 || did["receipt.sent"] != 3 {
 		t.Fatalf("downstream did %v", did)
 	}
 	s.b.Transport.Inject(dynamotest.Fault{Op: "GetItem", Kind: dynamotest.ServiceError, Code: "InternalServerError", Status: 500, Times: 3})

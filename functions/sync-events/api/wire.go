@@ -58,13 +58,15 @@ var envelope = mutation.Options{
 }
 
 // statuses are the API's own codes' statuses: its events', the event
-// log's, the spaces', and no CONFLICT.
+// log's, the spaces', and no CONFLICT; no IDEMPOTENCY_KEY_IN_PROGRESS
+// either, as no mutation of the API runs a step.
 func statuses() map[errcode.Code]int {
 	s := map[errcode.Code]int{
-		errcode.Conflict:     0,
-		EventAlreadyExists:   http.StatusConflict,
-		CallerIDUnsupported:  http.StatusForbidden,
-		eventlog.StorageFull: http.StatusConflict,
+		errcode.Conflict:      0,
+		errcode.KeyInProgress: 0,
+		EventAlreadyExists:    http.StatusConflict,
+		CallerIDUnsupported:   http.StatusForbidden,
+		eventlog.StorageFull:  http.StatusConflict,
 	}
 	for c, st := range spaceStatuses {
 		s[c] = st
