@@ -2,6 +2,7 @@ package notes_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -278,5 +279,43 @@ func TestWebhookFailuresNameNoURL(t *testing.T) {
 	}
 	if err := notes.Webhook("")(context.Background(), d); err == nil {
 		t.Error("no URL: delivered, want a failure")
+	}
+}
+
+// The redrive of README.md: an event built by hand from a stream's
+// records (get-records, through jq) or from a Scan of the ledger's pending
+// effects, as JSON, invoked on the effects function: it delivers what is
+// pending, once.
+func TestRedriveEventsDeliverWhatIsPending(t *testing.T) {
+	b := start(t)
+	hook := newReceiver(t)
+	box, _ := b.withOutbox(hook)
+	// An environment that does not deliver: the effects stay pending, as
+	// when the stream's mapping gave up on them.
+	svc := notes.New(notes.Config{Client: b.client, NotesTable: b.notesTable, LedgerTable: b.ledger, Webhook: true})
+	keys := []string{uuid.NewString(), uuid.NewString()}
+	for _, key := range keys {
+		if a := send(t, svc, request("POST /notes", "", alice, key, createBody(uuid.NewString()))); a.status != 201 {
+			t.Fatalf("create: %d %s", a.status, a.body)
+		}
+	}
+	fromStream := fmt.Sprintf(`{"Records":[{"eventName":"INSERT","dynamodb":{"Keys":{"user_id":{"S":%q},"key":{"S":%q}},"SequenceNumber":"4100000000000000000001"}}]}`, alice, keys[0])
+	fromScan := fmt.Sprintf(`{"Records":[{"eventName":"INSERT","dynamodb":{"Keys":{"user_id":{"S":%q},"key":{"S":%q}},"SequenceNumber":"0"}},{"eventName":"INSERT","dynamodb":{"Keys":{"user_id":{"S":%q},"key":{"S":%q}},"SequenceNumber":"0"}}]}`, alice, keys[0], alice, keys[1])
+	for _, payload := range []string{fromStream, fromScan} {
+		var e events.DynamoDBEvent
+		if err := json.Unmarshal([]byte(payload), &e); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := box.Stream(context.Background(), e); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("redrive: %v %v", resp, err)
+		}
+	}
+	if did, calls := hook.got(); calls != 2 || len(did) != 2 {
+		t.Errorf("the webhook got %d requests and did %d notes, want each note once", calls, len(did))
+	}
+	for _, key := range keys {
+		if st := b.record(t, alice, key).Effects; len(st) != 1 || st[0].Status != idempotency.EffectDelivered {
+			t.Errorf("effects %+v, want delivered", st)
+		}
 	}
 }
