@@ -141,8 +141,11 @@ func TestNoteCreatedWebhookDeliveredOnce(t *testing.T) {
 	}
 	derived := idempotency.EffectKey(alice, key, notes.NoteCreated)
 	did, calls := hook.got()
-	if calls != 1 || len(did) != 1 || did[derived] != first.body || hook.event[derived] != notes.NoteCreated {
-		t.Fatalf("the webhook got %d requests and did %v (event %v), want the note once under %s", calls, did, hook.event, derived)
+	hook.mu.Lock()
+	event := hook.event[derived]
+	hook.mu.Unlock()
+	if calls != 1 || len(did) != 1 || did[derived] != first.body || event != notes.NoteCreated {
+		t.Fatalf("the webhook got %d requests and did %v (event %q), want the note once under %s", calls, did, event, derived)
 	}
 	if st := b.record(t, alice, key).Effects; len(st) != 1 || st[0].Status != idempotency.EffectDelivered || st[0].Attempts != 0 {
 		t.Errorf("effects on the record %+v, want note.created delivered at the first attempt", st)
