@@ -1,5 +1,6 @@
 // Command notes-api is the notes API's Lambda function: API Gateway HTTP
 // API (payload 2.0, JWT authorizer) events, answered by package notes.
+// Its effects are delivered by the other function, cmd/effects.
 // Everything is built once per execution environment, so that the replay
 // cache answers a warm retry with no DynamoDB call.
 package main
@@ -20,6 +21,9 @@ import (
 const (
 	envNotesTable  = "NOTES_TABLE"
 	envLedgerTable = "IDEMPOTENCY_TABLE"
+	// envWebhook, if set, gives each POST /notes a note.created webhook
+	// effect; the effects function (cmd/effects) delivers it.
+	envWebhook = "NOTES_WEBHOOK_URL"
 )
 
 // replayCacheBytes bounds the replay cache of one execution environment.
@@ -49,6 +53,7 @@ func newService(ctx context.Context, log *slog.Logger) (*notes.Service, error) {
 		NotesTable: notesTable, LedgerTable: ledgerTable,
 		CacheBytes: replayCacheBytes,
 		Log:        log,
+		Webhook:    os.Getenv(envWebhook) != "",
 	}), nil
 }
 

@@ -31,18 +31,24 @@ func resources(t *testing.T) map[string]yaml.Node {
 }
 
 // The template's ledger is the one package dynamodbstore gives, as it
-// gives it.
+// gives it, with the stream the outbox reads: keys only (outbox.Stream
+// reads the record itself).
 func TestTemplateLedgerIsDynamodbstores(t *testing.T) {
 	var want map[string]any
 	if err := yaml.Unmarshal([]byte(dynamodbstore.CloudFormation), &want); err != nil {
 		t.Fatal(err)
 	}
 	node := resources(t)["IdempotencyTable"]
-	var got any
+	var got map[string]any
 	if err := node.Decode(&got); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want["IdempotencyTable"]) {
+	props, _ := got["Properties"].(map[string]any)
+	if stream := props["StreamSpecification"]; !reflect.DeepEqual(stream, map[string]any{"StreamViewType": "KEYS_ONLY"}) {
+		t.Errorf("the ledger's stream is %v, want KEYS_ONLY", stream)
+	}
+	delete(props, "StreamSpecification")
+	if !reflect.DeepEqual(any(got), want["IdempotencyTable"]) {
 		t.Errorf("IdempotencyTable is\n%v\nwant dynamodbstore.CloudFormation's\n%v", got, want["IdempotencyTable"])
 	}
 }
@@ -125,7 +131,7 @@ func TestTemplateFunctionMatchesTheCode(t *testing.T) {
 		}
 		routes = append(routes, e.Properties.Method+" "+e.Properties.Path)
 	}
-	if want := []string{envLedgerTable, envNotesTable}; !slices.Equal(slices.Sorted(slices.Values(env)), want) {
+	if want := []string{envLedgerTable, envNotesTable, envWebhook}; !slices.Equal(slices.Sorted(slices.Values(env)), want) {
 		t.Errorf("environment %v, want %v", env, want)
 	}
 	if want := slices.Sorted(slices.Values(notes.Routes())); !slices.Equal(slices.Sorted(slices.Values(routes)), want) {

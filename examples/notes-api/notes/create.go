@@ -2,6 +2,7 @@ package notes
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,9 +40,15 @@ func (s *Service) createNote(_ context.Context, r *mutation.Request) (dynamodbst
 		in.Body = aws.String("")
 	}
 	n := note{ID: id, Title: in.Title, Body: in.Body, Version: 1}
+	var effects []idempotency.Effect
+	if s.webhook {
+		payload, _ := json.Marshal(n) // strings and an integer always marshal
+		effects = []idempotency.Effect{{Name: NoteCreated, Kind: WebhookKind, Payload: payload}}
+	}
 	return dynamodbstore.Plan{
 		Status: http.StatusCreated, Body: n,
-		Writes: []dynamodbstore.Write{s.putNote(r.User, n)},
+		Writes:  []dynamodbstore.Write{s.putNote(r.User, n)},
+		Effects: effects, // committed with the note, delivered after
 		// The only condition is the id's: the caller has that note.
 		Refused: func(context.Context, []idempotency.Refusal) error { return errAlreadyExists },
 	}, nil

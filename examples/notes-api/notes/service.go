@@ -38,22 +38,31 @@ type Config struct {
 	Retention time.Duration
 	// Log gets one line per request; nil logs nothing.
 	Log *slog.Logger
+	// Webhook gives each POST /notes an effect: the note, POSTed after the
+	// commit to the webhook by the deliverer Webhook (see NoteCreated).
+	Webhook bool
+	// Committed is idempotency.Options.Committed: where no stream of the
+	// ledger table delivers the effects (a test, a local server), an
+	// outbox.Outbox's Committed delivers them in the process.
+	Committed func(context.Context, idempotency.Record)
 }
 
 // Service answers the notes API's requests.
 type Service struct {
-	notes  string
-	runner *dynamodbstore.Runner
-	routes map[string]dynamodbstore.Mutation
-	log    *slog.Logger
+	notes   string
+	webhook bool
+	runner  *dynamodbstore.Runner
+	routes  map[string]dynamodbstore.Mutation
+	log     *slog.Logger
 }
 
 // New returns the Service of c.
 func New(c Config) *Service {
-	s := &Service{notes: c.NotesTable, log: c.Log}
+	s := &Service{notes: c.NotesTable, webhook: c.Webhook, log: c.Log}
 	s.runner = dynamodbstore.NewRunner(c.Client, c.LedgerTable, idempotency.Options{
 		Retention: c.Retention,
 		Cache:     idempotency.NewReplayCache(c.CacheBytes),
+		Committed: c.Committed,
 	}, mutation.Options{
 		Statuses: statuses,
 		Report:   s.report,
