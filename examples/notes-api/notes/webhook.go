@@ -19,9 +19,6 @@ const (
 	// WebhookKind is the kind of the effect, the deliverer Webhook.
 	WebhookKind = "webhook"
 	// NoteCreated names the effect; it is sent as the Webhook-Event header.
-	// No dot in it: kumo, the test kit's DynamoDB, reads the dot of an
-	// effect's attribute name (effect:<name>) as a path, and would never
-	// settle the effect.
 	NoteCreated = "note-created"
 )
 
