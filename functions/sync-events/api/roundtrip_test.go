@@ -83,6 +83,11 @@ func TestDynamoDBCallsPerRequest(t *testing.T) {
 			map[string]int{}},
 		{"refused before execution", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse { return hs.Post("alice", "not-a-key", body) }, 400,
 			map[string]int{}},
+		// An invalid event is the API's own refusal: the key's record is
+		// read first, as it would answer instead.
+		{"refused by the API's checks", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse {
+			return hs.Post("alice", uuid.NewString(), `{"id":"not-a-uuid","type":"note.created","occurredAt":"2026-12-02T14:03:00Z","payload":{}}`)
+		}, 400, map[string]int{"GetItem": 1}},
 		// From the start, the stream's floor is read first (retention).
 		{"GET page from the start", warm, func(hs *apitest.Harness) events.APIGatewayV2HTTPResponse { return hs.Get("alice", nil) }, 200,
 			map[string]int{"GetItem": 1, "Query": 1}},
