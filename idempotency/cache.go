@@ -107,7 +107,8 @@ func (c *ReplayCache) put(rec Record, now time.Time) {
 	if beforeExpiry := rec.ExpiresAt.Add(-SkewMargin); beforeExpiry.Before(dropsAt) {
 		dropsAt = beforeExpiry
 	}
-	size := entryOverhead + len(rec.UserID) + len(rec.Key) + len(rec.PayloadHash) + len(rec.ResponseBody) + len(rec.Method) + len(rec.Route)
+	rec.canonical = nil // the request's, not the record's
+	size := entryOverhead + len(rec.UserID) + len(rec.Key) + len(rec.PayloadHash) + len(rec.ResponseBody) + len(rec.Method) + len(rec.Route) + len(rec.HashScheme)
 	if !now.Before(dropsAt) || size > c.maxBytes {
 		return
 	}

@@ -150,6 +150,7 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 		Route:       req.Route,
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(f.retention),
+		canonical:   req.CanonicalBody,
 	}
 	if known, ok := f.cache.get(rec.UserID, rec.Key, now); ok {
 		res := answerKnown(rec, known)
@@ -217,7 +218,7 @@ func (f *Flow[W]) resolveKnown(ctx context.Context, rec Record, existing *Record
 // answerKnown is the answer to rec when existing holds its key: the stored
 // answer if it is the same request, KeyReused otherwise.
 func answerKnown(rec, existing Record) Result {
-	if existing.PayloadHash != rec.PayloadHash || existing.Method != rec.Method || existing.Route != rec.Route {
+	if !sameRequest(rec, existing) {
 		return Result{Summary: Summary{Outcome: KeyReused}}
 	}
 	return Result{Response: Response{StatusCode: existing.StatusCode, Body: existing.ResponseBody}, Summary: Summary{Outcome: Replayed}}

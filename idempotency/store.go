@@ -21,6 +21,16 @@ type Record struct {
 	Route        string
 	CreatedAt    time.Time
 	ExpiresAt    time.Time
+	// HashScheme says how PayloadHash was made: "" for the SHA-256 of the
+	// body's RFC 8785 canonical form, as every record the flow writes;
+	// HashSchemeD1JS for a record imported from the Workers + D1 service.
+	// A retry is held to the digest its record's scheme makes.
+	HashScheme string
+
+	// canonical is the request's canonical body, on the record the flow
+	// makes of a request (never stored or cached): what a digest of
+	// another scheme is made from.
+	canonical []byte
 }
 
 // Store is what the flow needs from the database, for business writes of
