@@ -66,7 +66,9 @@ func TestEachRowIsImportedOrRefusedWithItsReason(t *testing.T) {
 		{"uppercase key, as iOS writes it", bad(func(r *d1importtest.Row) { r.Key = upper }), ""},
 		{"quoted key (a structured-field string)", bad(func(r *d1importtest.Row) { r.Key = `"` + quoted + `"` }), ""},
 		{"status 599", bad(func(r *d1importtest.Row) { r.StatusCode = 599 }), ""},
-		{"created_at with an offset", bad(func(r *d1importtest.Row) { r.CreatedAt = now.Add(-time.Hour).In(time.FixedZone("", 3600)).Format(time.RFC3339) }), ""},
+		{"created_at with an offset", bad(func(r *d1importtest.Row) {
+			r.CreatedAt = now.Add(-time.Hour).In(time.FixedZone("", 3600)).Format(time.RFC3339)
+		}), ""},
 		{"uppercase hash", bad(func(r *d1importtest.Row) { r.PayloadHash = strings.Repeat("AB", 32) }), ""},
 		{"key not a UUID", bad(func(r *d1importtest.Row) { r.Key = "order-12345-retry" }), d1import.KeyNotUUID},
 		{"key in braces", bad(func(r *d1importtest.Row) { r.Key = "{" + uuid.NewString() + "}" }), d1import.KeyNotUUID},
