@@ -2,7 +2,7 @@
 // writes its result as JSON on stdout.
 //   {"hash": [body, ...]}  -> [{"form": canonical JSON, "hash": hex}, ...]
 //   {"serve": [{"key", "user", "body", "createdAt"?}, ...]}
-//     -> {"answers": [{"status", "body"}...], "rows": [ledger rows]}
+//     -> {"answers": [{"status", "body"}...], "rows": [ledger rows], "executed": n}
 //   each body is the request's text, parsed as the original parses it.
 import { readFileSync } from "node:fs";
 import { canonicalJSON, payloadHash, ledger, idempotentMutation } from "./original.mjs";
@@ -18,18 +18,20 @@ if (cmd.hash) {
 } else if (cmd.serve) {
   const db = ledger();
   const answers = [];
-  let n = 0;
+  let executed = 0;
   for (const r of cmd.serve) {
     const payload = JSON.parse(r.body);
     const now = r.createdAt ? () => r.createdAt : undefined;
-    // The executor answers as the original's events route: 201 with what it stored.
+    // The executor answers as the events route: 201 with the event as
+    // stored, its payload not echoed.
     const answer = await idempotentMutation(db, r.key, r.user, payload, async () => {
-      n++;
-      return { statusCode: 201, body: { event: { id: payload.id, type: payload.type, seq: n }, accepted: true } };
+      executed++;
+      const receivedAt = new Date(Date.now() + executed).toISOString();
+      return { statusCode: 201, body: { id: payload.id, type: payload.type, occurredAt: payload.occurredAt, receivedAt } };
     }, now);
     answers.push({ status: answer.statusCode, body: JSON.stringify(answer.body) });
   }
-  process.stdout.write(JSON.stringify({ answers, rows: db.rows() }));
+  process.stdout.write(JSON.stringify({ answers, rows: db.rows(), executed }));
 } else {
   throw new Error("unknown command");
 }
