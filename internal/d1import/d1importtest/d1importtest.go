@@ -96,12 +96,16 @@ func Write(t testing.TB, dir string, form Form, rows []Row) string {
 		return path
 	}
 	path := filepath.Join(dir, "ledger.sqlite3")
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(Script(rows, false)); err != nil {
+	// One transaction: SQLite would otherwise commit each row to disk.
+	if _, err := db.Exec("BEGIN;\n" + Script(rows, false) + "COMMIT;\n"); err != nil {
 		t.Fatalf("make the database: %v", err)
 	}
 	return path
