@@ -11,7 +11,8 @@
 // The export is the .sql file wrangler writes or a SQLite database file.
 // Flags: -table (default $IDEMPOTENCY_TABLE), -route and -method of the
 // mutation the ledger answered (default POST /api/v1/sync/events),
-// -retention (the stack's IdempotencyRetention; default 168h), -user-map
+// -retention (how long after its created_at a record answers retries;
+// default $IDEMPOTENCY_RETENTION, else 168h), -user-map
 // (a CSV of old id,new sub; rows of ids it lacks are refused), -dry-run
 // (check and count, write nothing), -workers (writes in flight, default
 // 16).
@@ -29,6 +30,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,7 +69,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	table := fs.String("table", getenv(config.EnvIdempotencyTable), "the ledger table (default $"+config.EnvIdempotencyTable+")")
 	route := fs.String("route", d1import.DefaultRoute, "the route of the mutation the original's ledger answered, as this service records it")
 	method := fs.String("method", d1import.DefaultMethod, "the method of that mutation")
-	retention := fs.Duration("retention", idempotency.DefaultRetention, "how long a record answers retries: the stack's IdempotencyRetention")
+	defaultRetention := idempotency.DefaultRetention
+	if d, err := time.ParseDuration(getenv(config.EnvRetention)); err == nil && d > 0 {
+		defaultRetention = d
+	}
+	retention := fs.Duration("retention", defaultRetention, "how long after its created_at a record answers retries ($"+config.EnvRetention+" if set)")
 	userMap := fs.String("user-map", "", "a CSV file of old user id,new user id (the new identity provider's sub), no header; rows of ids it lacks are refused")
 	dryRun := fs.Bool("dry-run", false, "check and count every row, write nothing (no DynamoDB call)")
 	workers := fs.Int("workers", 16, "writes in flight at once")
@@ -75,7 +81,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "usage: %s [flags] EXPORT   (EXPORT: wrangler d1 export's .sql file, or a SQLite database file)\n", name)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	} else if err != nil {
 		return exitUsage
 	}
 	usage := func(format string, a ...any) int {
