@@ -107,8 +107,9 @@ func (c *ReplayCache) put(rec Record, now time.Time) {
 	if beforeExpiry := rec.ExpiresAt.Add(-SkewMargin); beforeExpiry.Before(dropsAt) {
 		dropsAt = beforeExpiry
 	}
-	rec.Effects = nil // an answer needs none, and they would go stale
-	size := entryOverhead + len(rec.UserID) + len(rec.Key) + len(rec.PayloadHash) + len(rec.ResponseBody) + len(rec.Method) + len(rec.Route)
+	rec.Effects = nil   // an answer needs none, and they would go stale
+	rec.canonical = nil // the request's, not the record's
+	size := entryOverhead + len(rec.UserID) + len(rec.Key) + len(rec.PayloadHash) + len(rec.ResponseBody) + len(rec.Method) + len(rec.Route) + len(rec.HashScheme)
 	if !now.Before(dropsAt) || size > c.maxBytes {
 		return
 	}

@@ -184,6 +184,7 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 		Route:       req.Route,
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(f.retention),
+		canonical:   req.CanonicalBody,
 	}
 	if known, ok := f.cache.get(rec.UserID, rec.Key, now); ok {
 		res := answerKnown(rec, known)

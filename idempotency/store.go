@@ -28,13 +28,35 @@ type Record struct {
 	// the execution took to run steps: the record replaces that lease's
 	// item. Empty for a mutation without steps.
 	Lease string
+	// HashScheme says how PayloadHash was made: "" for the SHA-256 of the
+	// body's RFC 8785 canonical form, as every record the flow writes;
+	// HashSchemeD1JS for a record imported from the Workers + D1 service.
+	// A retry is held to the digest its record's scheme makes.
+	HashScheme string
+
+	// canonical is the request's canonical body, on the record the flow
+	// makes of a request (never stored or cached): what a digest of
+	// another scheme is made from.
+	canonical []byte
 }
 
-// SameRequest reports whether r and o record one request: the same
-// payload, method and route. A key sent again with another request is a
-// reused key.
-func (r Record) SameRequest(o Record) bool {
-	return r.PayloadHash == o.PayloadHash && r.Method == o.Method && r.Route == o.Route
+// SameRequest reports whether r, a request's record, asks what existing
+// recorded: the same method and route, and a body whose digest, made as
+// existing's was (its HashScheme), is existing's. A key sent again with
+// another request is a reused key. A scheme this version does not know
+// matches nothing: such a key is answered as reused, never run again.
+func (r Record) SameRequest(existing Record) bool {
+	if existing.Method != r.Method || existing.Route != r.Route {
+		return false
+	}
+	switch existing.HashScheme {
+	case "":
+		return existing.PayloadHash == r.PayloadHash
+	case HashSchemeD1JS:
+		js, err := d1jsForm(r.canonical)
+		return err == nil && HashCanonical(js) == existing.PayloadHash
+	}
+	return false
 }
 
 // Store is what the flow needs from the database, for business writes of

@@ -23,7 +23,9 @@
 // them, and [CloudFormation] is the same table for a SAM or CloudFormation
 // template. A record holds the body's hash (payload_hash), the answer
 // (status_code, response_body), created_at, and the method and route the
-// key was first sent on.
+// key was first sent on; a record imported from another ledger also says
+// how its hash was made (hash_scheme, idempotency.HashSchemeD1JS), and
+// [Store.Insert] writes such a record unless its key is already there.
 //
 // What a failure was is said with the errors package idempotency defines
 // (see [idempotency.Store]): a failed business condition is a

@@ -28,6 +28,8 @@ type recordItem struct {
 	Method       string `dynamodbav:"method"`
 	Route        string `dynamodbav:"route"`
 	ExpiresAt    int64  `dynamodbav:"expires_at"`
+	// HashScheme is absent on the records the flow writes (RFC 8785).
+	HashScheme string `dynamodbav:"hash_scheme,omitempty"`
 }
 
 // effectPrefix begins the name of each effect's attribute: "effect:" and
@@ -92,6 +94,7 @@ func encodeRecord(rec idempotency.Record) map[string]types.AttributeValue {
 		StatusCode: rec.StatusCode, ResponseBody: string(rec.ResponseBody),
 		CreatedAt: rec.CreatedAt.UTC().Format(createdAtLayout),
 		Method:    rec.Method, Route: rec.Route, ExpiresAt: rec.ExpiresAt.Unix(),
+		HashScheme: rec.HashScheme,
 	}
 	item, err := attributevalue.MarshalMap(r)
 	if err != nil {
@@ -123,6 +126,11 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 		}
 		return idempotency.Record{}, fmt.Errorf("%w: %s is missing or of another type", errBadRecord, name)
 	}
+	if v, ok := item[hashSchemeAttribute]; ok {
+		if _, isString := v.(*types.AttributeValueMemberS); !isString {
+			return idempotency.Record{}, fmt.Errorf("%w: %s is of another type", errBadRecord, hashSchemeAttribute)
+		}
+	}
 	var r recordItem
 	if err := attributevalue.UnmarshalMap(item, &r); err != nil {
 		return idempotency.Record{}, fmt.Errorf("%w: %w", errBadRecord, err)
@@ -135,6 +143,7 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 		UserID: r.UserID, Key: r.Key, PayloadHash: r.PayloadHash,
 		StatusCode: r.StatusCode, ResponseBody: []byte(r.ResponseBody),
 		Method: r.Method, Route: r.Route, CreatedAt: created, ExpiresAt: time.Unix(r.ExpiresAt, 0).UTC(),
+		HashScheme: r.HashScheme,
 	}
 	var ok bool
 	if rec.Effects, ok = decodeEffects(item); !ok {
@@ -142,6 +151,10 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 	}
 	return rec, nil
 }
+
+// hashSchemeAttribute is the one attribute a record may lack: present
+// only where the digest is not RFC 8785's (idempotency.Record.HashScheme).
+const hashSchemeAttribute = "hash_scheme"
 
 // recordAttributes are the attributes every record has: true for a number,
 // false for a string. attributevalue would read a number into a string
