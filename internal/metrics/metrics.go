@@ -59,13 +59,16 @@ const (
 )
 
 // Outcomes are the values of the Outcome dimension: the idempotency flow's
-// outcomes, then the handler's own.
+// outcomes but in_progress (no mutation of the API runs a step), then the
+// handler's own.
 var Outcomes = append(outcomeNames(idempotency.Outcomes), OutcomeRefused, OutcomeError, OutcomeRead)
 
 func outcomeNames(os []idempotency.Outcome) []string {
-	names := make([]string, len(os))
-	for i, o := range os {
-		names[i] = string(o)
+	names := make([]string, 0, len(os))
+	for _, o := range os {
+		if o != idempotency.InProgress {
+			names = append(names, string(o))
+		}
 	}
 	return names
 }
