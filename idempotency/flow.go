@@ -199,8 +199,20 @@ func (f *Flow[W]) Do(ctx context.Context, req Request, execute Executor[W]) (Res
 	rec.Lease = steps.held()
 	rec.StatusCode, rec.ResponseBody = exec.StatusCode, exec.Body
 	if rec.Effects, err = pendingEffects(exec.Effects); err != nil {
+		steps.release(ctx)
 		return Result{}, err
 	}
+	res, err := f.commitRetrying(ctx, rec, exec)
+	if err != nil || res.Outcome == WriteRejected {
+		// Nothing recorded: a retry need not wait for this lease to pass.
+		steps.release(ctx)
+	}
+	return res, err
+}
+
+// commitRetrying commits rec and exec, again after each conflict with a
+// concurrent transaction, up to the flow's attempts.
+func (f *Flow[W]) commitRetrying(ctx context.Context, rec Record, exec Execution[W]) (Result, error) {
 	for attempt := 1; ; attempt++ {
 		res, retry, err := f.commit(ctx, rec, exec)
 		if !retry {
@@ -256,7 +268,10 @@ func (f *Flow[W]) failed(ctx context.Context, rec Record, steps *stepper, err er
 	var held *InProgressError
 	switch {
 	case errors.As(taken.err, &exists):
-		res, _, err := f.resolveKnown(ctx, rec, exists.Existing)
+		res, gone, err := f.resolveKnown(ctx, rec, exists.Existing)
+		if gone { // the record expired between the lease's Put and the read
+			return Result{}, ErrBusy
+		}
 		return res, err
 	case errors.As(taken.err, &held):
 		return inProgress(rec, held, f.now())

@@ -269,3 +269,24 @@ func TestAStepsCalls(t *testing.T) {
 		t.Errorf("calls %v", calls)
 	}
 }
+
+// A mutation whose writes are refused after its step records nothing and
+// releases its lease: the client's retry is not kept waiting, and resumes
+// with the step's recorded result instead of calling again.
+func TestARefusedCommitReleasesTheLease(t *testing.T) {
+	p := newPayments(t)
+	id := uuid.NewString()
+	if got, _ := p.env()(uuid.NewString(), id); got.StatusCode != http.StatusCreated {
+		t.Fatal(got.Body)
+	}
+	key := uuid.NewString() // another payment under the same id: its Put is refused
+	for attempt := range 2 {
+		got, _ := p.env()(key, id)
+		if got.StatusCode != http.StatusConflict || got.Body != `{"error":"CONFLICT","message":"The mutation conflicts with what is stored; nothing was stored"}` {
+			t.Fatalf("attempt %d: %d %s", attempt+1, got.StatusCode, got.Body)
+		}
+	}
+	if p.provider.calls != 2 {
+		t.Errorf("%d calls to the provider, want 2: the retry resumed with the recorded charge", p.provider.calls)
+	}
+}
