@@ -21,7 +21,14 @@
 // executor's writes failed; nothing was written or recorded, and Refusals
 // say which), or [ConflictExhausted]. An error is the store's failure:
 // retryable with the same key, and, where it wraps [ErrOutcomeUnknown],
-// one after which the writes may have been committed.
+// one after which the writes may have been committed. Once a key has a
+// record, that record answers its retries, whatever the executor would
+// say now.
+//
+// Beyond the writes: an Execution's [Effect]s commit in the record and are
+// carried out after it by package outbox, under [EffectKey]; a [Step] is
+// an outside call whose result the answer needs, recorded before the
+// mutation goes on, under a lease a duplicate meets as [ErrInProgress].
 //
 // It does not talk to a database itself and knows no HTTP: callers hand it
 // already-authenticated user ids. The examples are in example_test.go,
