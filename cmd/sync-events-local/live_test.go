@@ -255,17 +255,24 @@ func TestABusySpacesPokesReachItsLastEvent(t *testing.T) {
 	if got := device.Subscribe(uuid.NewString(), "/spaces/"+space, map[string]string{"Authorization": tok(bob)}); got.Type != "subscribe_success" {
 		t.Fatalf("subscribe: %+v", got)
 	}
+	// Eight members, each writing: a busy space's writers are its members.
+	// (One member's writes all count on that member's item, so eight
+	// devices of one member conflict with each other, which is not what
+	// this test is about.)
 	const writers, each = 8, 5
+	for i := range writers {
+		call(t, addr, "POST", "/api/v1/spaces/"+space+"/members", tok(alice), fmt.Sprintf(`{"member":"writer%d%s","role":"writer"}`, i, suffix), 201)
+	}
 	var wg sync.WaitGroup
-	for range writers {
+	for i := range writers {
 		wg.Go(func() {
 			for range each {
-				call(t, addr, "POST", "/api/v1/spaces/"+space+"/events", tok(alice), fmt.Sprintf(`{"id":%q,"type":"note.created","occurredAt":"2026-12-04T10:00:00Z","payload":{}}`, uuid.NewString()), 201)
+				call(t, addr, "POST", "/api/v1/spaces/"+space+"/events", tok(fmt.Sprintf("writer%d%s", i, suffix)), fmt.Sprintf(`{"id":%q,"type":"note.created","occurredAt":"2026-12-04T10:00:00Z","payload":{}}`, uuid.NewString()), 201)
 			}
 		})
 	}
 	wg.Wait()
-	want := syncevent.At(2 + writers*each).Cursor() // created, bob added, the notes
+	want := syncevent.At(2 + writers + writers*each).Cursor() // created, bob added, the writers added, the notes
 	var last string
 	for deadline := time.Now().Add(pokeWithin()); last != want; {
 		m := device.Read(time.Until(deadline))
