@@ -45,8 +45,8 @@ export function useSyncState<S, T>(
  * const todos = useRecords<Todo>(client, "todo");
  * return <ul>{todos.map((t) => <li key={t.id}>{t.fields.title}</li>)}</ul>;
  */
-export function useRecords<T extends object = Fields, S = undefined>(
-  client: SyncClient<S>,
+export function useRecords<T extends object = Fields>(
+  client: SyncClient<unknown>,
   collection: string,
   options: { space?: string } = {},
 ): readonly SyncRecord<T>[] {
