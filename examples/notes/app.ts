@@ -1,5 +1,5 @@
-import { createSyncClient, indexedDBStorage, type Space, type SyncEvent, tokenSubject } from "@sync-events/client";
-import { $, type Notes, pill, show } from "./view.js";
+import { createSyncClient, indexedDBStorage, type RecordCollection, type Space, tokenSubject } from "@sync-events/client";
+import { $, type Note, pill, show } from "./view.js";
 
 /** What serve.mjs hands the page: the API, the bearer token to call it with, and the live channel's endpoints. */
 interface Config {
@@ -15,32 +15,21 @@ if (user === undefined) {
   throw new Error("SYNC_EVENTS_TOKEN is no JWT with a sub: the client could not tell whose notes these are");
 }
 
-/**
- * One event into a stream's notes: the client folds the confirmed events,
- * then the pending writes on top, each time into a copy of its own, so
- * the notes may be changed in place.
- */
-function reduce(notes: Notes, e: SyncEvent): Notes {
-  if (e.kind === "deleted") {
-    Reflect.deleteProperty(notes, e.id);
-  } else if (e.type === "note.created") {
-    notes[e.id] = { text: String(e.payload.text), at: e.occurredAt, author: e.author, pending: e.pending };
-  }
-  return notes; // other types (a space's membership events) change nothing
-}
+// The page opens offline from its service worker's copy (sw.js).
+void navigator.serviceWorker?.register("/sw.js");
 
 // The one client: the queues, pulls, live channels and kept notes of the
 // user's own stream and of each shared list it follows, in IndexedDB. An
 // app with a login makes it at login, and calls client.signOut() at logout.
-const client = createSyncClient<Notes>({
+// The notes are records of the collection "note": no reducer.
+const client = createSyncClient({
   baseUrl: config.apiUrl,
   user,
   getToken: () => config.token,
-  initial: {},
-  reduce,
   storage: indexedDBStorage({ name: "notes" }),
   ...(config.live && { live: config.live }),
 });
+const notes = (space?: string): RecordCollection<Note> => client.records<Note>("note", { space });
 
 const SELECTED = `notes-shared-selected:${user}`;
 let spaces: Space[] = [];
@@ -112,8 +101,27 @@ function submit(form: string, input: string, fn: (text: string) => Promise<unkno
   });
 }
 
-submit("add", "text", (text) => client.write("note.created", { text }));
-submit("add-shared", "shared-text", (text) => client.write("note.created", { text }, { space: selected() }));
+submit("add", "text", (text) => notes().add({ text, done: false }));
+submit("add-shared", "shared-text", (text) => notes(selected()).add({ text, done: false }));
+
+/** A click in a list's item: tick, rename or delete its note. */
+function edits(list: string, space: () => string | undefined): void {
+  $(list).addEventListener("click", (ev) => {
+    const target = ev.target as HTMLInputElement;
+    const id = target.closest("li")?.dataset.id ?? "";
+    const c = notes(space());
+    if (target.dataset.action === "tick") {
+      void c.patch(id, { done: target.checked });
+    } else if (target.dataset.action === "delete") {
+      void c.delete(id);
+    } else if (target.dataset.action === "rename") {
+      const text = prompt("Rename the note", c.get(id)?.fields.text);
+      void (text && c.patch(id, { text }));
+    }
+  });
+}
+edits("notes", () => undefined);
+edits("shared-notes", selected);
 submit("create-space", "space-name", (name) =>
   act(async () => {
     const space = await client.createSpace(name);

@@ -53,6 +53,7 @@ const bundle = async () =>
 const files = {
   "/": () => ["text/html", readFileSync(here("index.html"))],
   "/app.js": async () => ["text/javascript", await bundle()],
+  "/sw.js": () => ["text/javascript", readFileSync(here("sw.js"))],
   "/config.json": (url) => {
     const token = tokenFor(url);
     if (token === undefined) {

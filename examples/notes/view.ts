@@ -1,14 +1,11 @@
 // The page's markup in code: how the client's state shows. The logic is app.ts's.
-import type { Space, StreamView, SyncState, SyncStatus } from "@sync-events/client";
+import type { Space, StreamView, SyncRecord, SyncState, SyncStatus } from "@sync-events/client";
 
-/** A note as the page shows it; each stream's state is its notes by id. */
+/** A note's fields: each stream's notes are the records of its collection "note". */
 export interface Note {
   text: string;
-  at: string;
-  author?: string;
-  pending: boolean;
+  done: boolean;
 }
-export type Notes = Record<string, Note>;
 
 export const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -17,21 +14,30 @@ export function pill(id: string, text: string, kind = ""): void {
   $(id).className = `pill ${kind}`;
 }
 
-function items(view: StreamView<Notes> | undefined, shared: boolean, user: string): HTMLLIElement[] {
-  const notes = Object.entries(view?.state ?? {}).sort(([, a], [, b]) => b.at.localeCompare(a.at));
-  return notes.map(([id, n]) => {
+/** A control of a note's item: app.ts tells them apart by data-action. */
+function control(action: string, label: string, checked?: boolean): HTMLElement {
+  const el = document.createElement(checked === undefined ? "button" : "input");
+  Object.assign(el, checked === undefined ? { type: "button", textContent: label } : { type: "checkbox", checked, title: label });
+  el.dataset.action = action;
+  return el;
+}
+
+function items(view: StreamView<unknown> | undefined, shared: boolean, user: string): HTMLLIElement[] {
+  const notes = Object.values((view?.records.note ?? {}) as Record<string, SyncRecord<Note>>);
+  notes.sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id));
+  return notes.map((n) => {
     const li = document.createElement("li");
-    li.className = n.pending ? "pending" : "";
-    li.dataset.id = id;
+    li.className = `${n.pending ? "pending" : ""} ${n.fields.done ? "done" : ""}`.trim();
+    li.dataset.id = n.id;
     const text = document.createElement("span");
-    text.textContent = n.text;
+    text.textContent = n.fields.text;
     const meta = document.createElement("span");
     meta.className = shared ? "when author" : "when";
-    meta.textContent = shared ? (n.author === user ? "you" : (n.author ?? "")) : new Date(n.at).toLocaleTimeString();
+    meta.textContent = shared ? (n.author === user ? "you" : (n.author ?? "")) : new Date(n.createdAt).toLocaleTimeString();
     if (shared) {
       li.dataset.author = n.author ?? "";
     }
-    li.append(text, meta);
+    li.append(text, meta, control("tick", "done", n.fields.done), control("rename", "Rename"), control("delete", "Delete"));
     return li;
   });
 }
@@ -52,14 +58,14 @@ function says(s: SyncStatus): [string, boolean] {
   }
 }
 
-function showChannel(id: string, view: StreamView<Notes> | undefined): void {
+function showChannel(id: string, view: StreamView<unknown> | undefined): void {
   pill(id, view?.channel ?? "", view?.channel === "live" ? "online" : view?.channel === "stopped" ? "problem" : "");
   $(id).dataset.state = view?.channel ?? "";
 }
 
 /** Shows the client's state: the user's notes, the lists, the selected one's notes, and each status. */
 export function show(
-  state: SyncState<Notes>,
+  state: SyncState<unknown>,
   spaces: Space[],
   current: string | undefined,
   notice: string | undefined,

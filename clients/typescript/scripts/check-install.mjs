@@ -75,8 +75,36 @@ try {
     );
   }
 
+  // The record model, used as the README shows, offline (no server): shown at once.
+  writeFileSync(
+    join(app, "records.mjs"),
+    `import { createSyncClient } from "${pkg.name}";
+const client = createSyncClient({ baseUrl: "http://127.0.0.1:9", user: "u", getToken: () => "x.eyJzdWIiOiJ1In0.x", online: () => false });
+const todos = client.records("todo");
+const milk = await todos.add({ title: "milk", done: false });
+const bread = await todos.add({ title: "bread", done: false });
+await todos.patch(milk, { done: true });
+await todos.delete(bread);
+console.log(JSON.stringify(todos.list().map((t) => [t.fields.title, t.fields.done, t.pending])));
+client.close();
+`,
+  );
+  let shown = "";
+  try {
+    shown = run("node", ["records.mjs"], app).trim();
+  } catch (err) {
+    shown = err.stderr || err.message;
+  }
+  check(shown === '[["milk",true,true]]', `the app's records: add, patch, delete shown at once offline: ${shown}`);
+
   // And by TypeScript, as an app of NodeNext resolution: each subpath's types found.
-  writeFileSync(join(app, "types.ts"), specifiers.map((s, i) => `import * as m${i} from "${s}";\nexport { m${i} };\n`).join(""));
+  const typed = `import { createSyncClient } from "${pkg.name}";
+import { useRecords } from "${pkg.name}/react";
+type Todo = { title: string; done: boolean };
+export const titles = (c: ReturnType<typeof createSyncClient>): string[] => c.records<Todo>("todo").list().map((t) => t.fields.title);
+export const hook = (c: ReturnType<typeof createSyncClient>): readonly { id: string }[] => useRecords<Todo>(c, "todo");
+`;
+  writeFileSync(join(app, "types.ts"), specifiers.map((s, i) => `import * as m${i} from "${s}";\nexport { m${i} };\n`).join("") + typed);
   const compilerOptions = { noEmit: true, strict: true, skipLibCheck: true, module: "nodenext", moduleResolution: "nodenext", types: [] };
   writeFileSync(join(app, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["types.ts"] }));
   try {

@@ -84,7 +84,7 @@ check(readme.includes(FLOOR_TEXT), `README states the floor: ${FLOOR_TEXT}`);
 // The weight in an app, minified and gzipped, each entry point with what
 // it imports of the package (react is the app's), under a bound: a new
 // part that makes the client much heavier is a decision, not a drift.
-const BOUNDS = { "dist/index.js": 14_000, "dist/react.js": 600, "dist/sqlite.js": 2_000 };
+const BOUNDS = { "dist/index.js": 14_000, "dist/react.js": 600, "dist/sqlite.js": 2_000, "dist/parts.js": 14_000 };
 for (const [entry, bound] of Object.entries(BOUNDS)) {
   const min = await bundle("esnext", entry);
   const gz = gzipSync(min, { level: 9 }).length;

@@ -3,6 +3,21 @@ import { indexedDBStorage } from "./indexeddb.js";
 import { type LiveChannel, type LiveState, LiveSync } from "./live.js";
 import { deletedId, PullError, pullEvents } from "./pull.js";
 import { type DrainReport, SyncQueue } from "./queue.js";
+import {
+  type Fields,
+  foldRecords,
+  type KeptRecords,
+  listRecords,
+  NO_RECORDS,
+  RECORD_DELETE,
+  RECORD_PATCH,
+  RECORD_PUT,
+  type RecordEvent,
+  type RecordSet,
+  type Records,
+  recordPayload,
+  type SyncRecord,
+} from "./records.js";
 import type { RetryOptions } from "./retry.js";
 import * as spaceApi from "./spaces.js";
 import { type KeptView, memoryStorage, type StreamStore, type SyncStorage } from "./storage.js";
@@ -88,6 +103,13 @@ export interface StreamView<S> {
   state: S;
   /** The state folded from the confirmed events alone, in commit order. */
   confirmed: S;
+  /**
+   * The stream's records (see SyncClient.records), each collection's by
+   * id: the confirmed ones, in commit order, with the pending changes on
+   * top as for `state`. A collection, and a record, that no change
+   * touched keeps its reference.
+   */
+  records: Records;
   status: SyncStatus;
   /** The writes queued or refused; an answered write leaves it (and stays in `state` until a pull lists it). */
   writes: readonly PendingWrite[];
@@ -107,7 +129,12 @@ export interface SyncState<S> {
   spaces: Readonly<Record<string, StreamView<S>>>;
 }
 
-export interface SyncClientOptions<S> {
+/**
+ * What createSyncClient takes. `initial` and `reduce` go together, for an
+ * app that folds the events into a state of its own; without them
+ * `state` is undefined and the app reads records (SyncClient.records).
+ */
+export interface SyncClientOptions<S = undefined> {
   /** Where the API is, e.g. https://abc.execute-api.eu-west-1.amazonaws.com */
   baseUrl: string;
   /**
@@ -123,16 +150,19 @@ export interface SyncClientOptions<S> {
   user: string;
   /** The bearer token for the next request: a JWT of `user`'s (its `sub`), or nothing is sent with it. */
   getToken: () => string | Promise<string>;
-  /** The state before any event, for each stream. */
-  initial: S;
+  /** The state before any event, for each stream (with reduce). */
+  initial?: S;
   /**
-   * Folds one event into the state and returns it: the state given is a
-   * copy the client made for this fold (one per page, and one under the
-   * pending writes), so reduce may change it in place and return it, or
-   * return a new one. It must be JSON, as it is kept in the storage; if
-   * reduce throws, the stream stops.
+   * Folds one event into the state and returns it (with initial). The
+   * state given is a deep copy (a JSON round trip) the client made for
+   * this fold: one per page of confirmed events, and one for the pending
+   * writes on top, so reduce may change it in place and return it, or
+   * return a new one, and never changes the state the app was shown. It
+   * must be JSON, as it is kept in the storage; if reduce throws, the
+   * stream stops. Record events (record.put, record.patch, record.delete)
+   * come to it too.
    */
-  reduce: (state: S, event: SyncEvent) => S;
+  reduce?: (state: S, event: SyncEvent) => S;
   /** Where to keep queues, states and cursors: IndexedDB where there is one, else memory (nothing survives a restart). */
   storage?: SyncStorage;
   /** The live channel's endpoints (LiveChannel without space); without them the client polls. */
@@ -149,8 +179,39 @@ export interface SyncClientOptions<S> {
   WebSocket?: typeof WebSocket;
 }
 
+/**
+ * One collection of records, of the user's own stream or of a space:
+ * writes that queue as write() does (durably, shown at once, sent exactly
+ * once), and reads of the client's current state. Changes merge in
+ * commit order: a put sets the record's fields, a patch sets the fields
+ * it names (last writer per field), a delete is final (a later put or
+ * patch of the id is ignored, on every device). Each is an ordinary event
+ * (`record.put`, `record.patch`, `record.delete`, payload
+ * `{ collection, id, fields }`): the server knows no records.
+ */
+export interface RecordCollection<T extends object = Fields> {
+  /** The collection's name. */
+  readonly collection: string;
+  /** The space whose stream holds it; undefined for the user's own. */
+  readonly space: string | undefined;
+  /** Makes a record of fields under a new id (a UUID v4); resolves to the id once queued. */
+  add(fields: T): Promise<string>;
+  /** Sets the record `id` to exactly `fields` (creating it if need be); resolves once queued. */
+  put(id: string, fields: T): Promise<PendingWrite>;
+  /** Sets the fields given on the record `id`, the others kept (a record that does not exist yet is made of them). */
+  patch(id: string, fields: Partial<T>): Promise<PendingWrite>;
+  /** Deletes the record `id`, for good: a later put or patch of it is ignored. */
+  delete(id: string): Promise<PendingWrite>;
+  /** The record now (pending changes on top), or undefined. */
+  get(id: string): SyncRecord<T> | undefined;
+  /** The records now, oldest first (by createdAt, then id). */
+  list(): SyncRecord<T>[];
+  /** The records now, by id: the very object in client.state (its reference changes when the collection does). */
+  readonly all: RecordSet<T>;
+}
+
 /** The one object an app holds: its writes, its state per stream, its spaces. See createSyncClient. */
-export interface SyncClient<S> {
+export interface SyncClient<S = undefined> {
   readonly state: SyncState<S>;
   /** Calls listener after every change of state; returns the unsubscribe. */
   subscribe(listener: () => void): () => void;
@@ -162,6 +223,13 @@ export interface SyncClient<S> {
   write(type: string, payload: NewEvent["payload"], options?: { space?: string }): Promise<PendingWrite>;
   /** Queues the deletion of an event, as write() does: sent later, under its own key, exactly once. */
   delete(eventId: string, options?: { space?: string }): Promise<PendingWrite>;
+  /**
+   * A collection of records, e.g. records<Todo>("todo"): put, patch,
+   * delete and reads, with no reducer (see RecordCollection). `space`:
+   * the collection in that space's stream (followed on the first write).
+   * Cheap: make one wherever it is needed.
+   */
+  records<T extends object = Fields>(collection: string, options?: { space?: string }): RecordCollection<T>;
   /** Drops a write the server refused (rejected, conflict) from the queue. */
   dismiss(key: string, options?: { space?: string }): Promise<void>;
   /** Sends and pulls now, every stream; restarts a stream stopped for signed_out, wrong_user, forbidden or gone. */
@@ -177,13 +245,18 @@ export interface SyncClient<S> {
   removeMember(space: string, member: string): Promise<spaceApi.RemovedMember>;
   /** Leaves a space, then unfollows it. */
   leaveSpace(space: string): Promise<spaceApi.RemovedMember>;
-  /** Stops syncing: sockets, timers and sends; what is kept stays. */
+  /**
+   * Stops syncing, for good: sockets, timers and sends (a send under way
+   * is abandoned; its key makes the next client's send of it a replay).
+   * What is kept stays. The client syncs from its creation until then.
+   */
   close(): void;
   /** close(), then removes everything kept for the user: queues (unsent writes too), states, cursors. */
   signOut(): Promise<void>;
 }
 
 const MINE = "me";
+const NONE: RecordSet = Object.freeze({});
 const spaceStream = (space: string) => `space:${space}`;
 
 /**
@@ -205,12 +278,18 @@ type Sent = NonNullable<KeptView["sent"]>[number];
  * it is unavailable, and the state reduce() folds, kept with its cursor so
  * that a restart shows it offline at once.
  *
+ * It starts syncing as it is made (it reads what the device kept, sends
+ * what is queued, pulls, and opens the live channel or polls), and goes on
+ * until close() or signOut().
+ *
  * @example
- * const client = createSyncClient({ baseUrl, user, getToken, initial: {}, reduce });
- * client.subscribe(() => render(client.state.mine.state));
- * await client.write("note.created", { text: "Buy oat milk" });
+ * const client = createSyncClient({ baseUrl, user, getToken });
+ * const todos = client.records<{ title: string; done: boolean }>("todo");
+ * client.subscribe(() => render(todos.list()));
+ * const id = await todos.add({ title: "Buy oat milk", done: false });
+ * await todos.patch(id, { done: true });
  */
-export function createSyncClient<S>(options: SyncClientOptions<S>): SyncClient<S> {
+export function createSyncClient<S = undefined>(options: SyncClientOptions<S>): SyncClient<S> {
   return new Client(options);
 }
 
@@ -247,6 +326,9 @@ class Client<S> implements SyncClient<S> {
     if (typeof options.user !== "string" || options.user === "") {
       throw new TypeError("createSyncClient: pass { user }, the sub of the tokens");
     }
+    if ((options.reduce === undefined) !== (options.initial === undefined)) {
+      throw new TypeError("createSyncClient: pass initial and reduce together, or neither");
+    }
     this.#o = options;
     this.#storage = options.storage ?? (globalThis.indexedDB ? indexedDBStorage() : memoryStorage());
     const mine = this.#open(undefined);
@@ -275,6 +357,31 @@ class Client<S> implements SyncClient<S> {
   async delete(eventId: string, options: { space?: string } = {}): Promise<PendingWrite> {
     const event: NewEvent = { id: eventId, type: "event.deleted", occurredAt: new Date().toISOString(), payload: { id: eventId } };
     return this.#stream(options.space).enqueue({ key: uuidv4(), event, status: "pending", action: "delete" });
+  }
+
+  records<T extends object = Fields>(collection: string, options: { space?: string } = {}): RecordCollection<T> {
+    const { space } = options;
+    recordPayload(collection, "-"); // a bad name throws here, not at the first write
+    const set = () => ((space === undefined ? this.#state.mine : this.#state.spaces[space])?.records[collection] ?? NONE) as RecordSet<T>;
+    const write = (type: string, id: string, fields?: object) =>
+      this.write(type, recordPayload(collection, id, fields), { ...(space !== undefined && { space }) });
+    return {
+      collection,
+      space,
+      add: async (fields) => {
+        const id = uuidv4();
+        await write(RECORD_PUT, id, fields);
+        return id;
+      },
+      put: (id, fields) => write(RECORD_PUT, id, fields),
+      patch: (id, fields) => write(RECORD_PATCH, id, fields),
+      delete: (id) => write(RECORD_DELETE, id),
+      get: (id) => set()[id],
+      list: () => listRecords(set()),
+      get all() {
+        return set();
+      },
+    };
   }
 
   async dismiss(key: string, options: { space?: string } = {}): Promise<void> {
@@ -421,6 +528,9 @@ class Stream<S> {
   readonly #changed: () => void;
   readonly #online: () => boolean;
   #confirmed: S;
+  #records: KeptRecords = NO_RECORDS;
+  /** The last records with the pending changes on top, and what they were folded from: kept while neither changes. */
+  #topped: { base: KeptRecords; keys: string; records: KeptRecords } | undefined;
   #cursor: string | undefined;
   #spaces: string[] | undefined;
   #entries: QueueEntry[] = [];
@@ -441,8 +551,16 @@ class Stream<S> {
     this.#signal = signal;
     this.#changed = changed;
     this.#online = o.online ?? (() => globalThis.navigator?.onLine !== false);
-    this.#confirmed = o.initial;
-    this.view = { state: o.initial, confirmed: o.initial, status: { kind: "online" }, writes: [], loaded: false, channel: "stopped" };
+    this.#confirmed = o.initial as S;
+    this.view = {
+      state: this.#confirmed,
+      confirmed: this.#confirmed,
+      records: NO_RECORDS.live,
+      status: { kind: "online" },
+      writes: [],
+      loaded: false,
+      channel: "stopped",
+    };
     const common = { baseUrl: o.baseUrl, getToken: o.getToken, ...(o.fetch && { fetch: o.fetch }), ...(o.retry && { retry: o.retry }) };
     this.#queue = new SyncQueue({ ...common, storage: store, ...(space && { space }), ...(o.online && { online: o.online }) });
     this.#live = new LiveSync({
@@ -464,6 +582,7 @@ class Stream<S> {
     const [kept, entries] = await Promise.all([this.store.loadView(), this.store.list()]);
     if (kept !== undefined) {
       this.#confirmed = kept.state as S;
+      this.#records = (kept.records as KeptRecords | undefined) ?? NO_RECORDS;
       this.#cursor = kept.cursor;
       this.#spaces = kept.spaces;
       this.#sent = kept.sent ?? [];
@@ -598,24 +717,29 @@ class Stream<S> {
       ...(o.retry && { retry: o.retry }),
       // The kept copy may hold what retention removed: drop state and cursor together.
       startOver: async () => {
-        this.#confirmed = o.initial;
+        this.#confirmed = o.initial as S;
+        this.#records = NO_RECORDS;
         this.#cursor = undefined;
         await this.#save();
         this.#render();
       },
     });
     for await (const page of pull.pages()) {
-      let state = copy(this.#confirmed);
-      try {
-        for (const ev of page.events) {
-          state = o.reduce(state, syncEvent(ev, false));
+      let state = this.#confirmed;
+      if (o.reduce !== undefined) {
+        state = copy(state);
+        try {
+          for (const ev of page.events) {
+            state = o.reduce(state, syncEvent(ev, false));
+          }
+        } catch (err) {
+          this.stop("reducer_failed", String(err));
+          return;
         }
-      } catch (err) {
-        this.stop("reducer_failed", String(err));
-        return;
       }
       const seen = new Set(page.events.map((ev) => deletedId(ev) ?? ev.id));
       this.#confirmed = state;
+      this.#records = foldRecords(this.#records, page.events);
       this.#cursor = page.cursor;
       // Saved with the state that now holds them: a reload never folds a listed write twice.
       this.#sent = this.#sent.filter((s) => !seen.has(s.entry.event.id));
@@ -646,6 +770,7 @@ class Stream<S> {
   #save(): Promise<void> {
     return this.store.saveView({
       state: this.#confirmed,
+      ...(this.#records !== NO_RECORDS && { records: this.#records }),
       ...(this.#cursor !== undefined && { cursor: this.#cursor }),
       ...(this.#spaces !== undefined && { spaces: this.#spaces }),
       ...(this.#sent.length > 0 && { sent: this.#sent }),
@@ -668,10 +793,15 @@ class Stream<S> {
   /** Folds the pending writes over the confirmed state and tells the client. */
   #render(): void {
     const pending = [...this.#sent.map((s) => s.entry), ...this.#entries.filter((e) => e.status === "pending")];
-    let state = pending.length === 0 ? this.#confirmed : copy(this.#confirmed);
+    const reduce = this.#o.reduce;
+    const author = this.space === undefined ? undefined : this.#o.user;
+    let state = this.#confirmed;
     try {
-      for (const e of pending) {
-        state = this.#o.reduce(state, localEvent(e, this.space === undefined ? undefined : this.#o.user));
+      if (reduce !== undefined && pending.length > 0) {
+        state = copy(state);
+        for (const e of pending) {
+          state = reduce(state, localEvent(e, author));
+        }
       }
     } catch (err) {
       if (this.#stopped === undefined) {
@@ -683,12 +813,26 @@ class Stream<S> {
     this.view = {
       state,
       confirmed: this.#confirmed,
+      records: this.#topRecords(pending, author).live,
       status: this.#status(),
       writes: this.#entries.map(pendingWrite),
       loaded: true,
       channel: this.#live.state.kind,
     };
     this.#changed();
+  }
+
+  /** The confirmed records with the pending changes on top; the last ones again while neither changed. */
+  #topRecords(pending: QueueEntry[], author: string | undefined): KeptRecords {
+    const keys = pending.map((e) => e.key).join();
+    const t = this.#topped;
+    if (t !== undefined && t.base === this.#records && t.keys === keys) {
+      return t.records;
+    }
+    const changes = pending.filter((e) => e.action === undefined).map((e): RecordEvent => localRecordEvent(e, author));
+    const records = foldRecords(this.#records, changes);
+    this.#topped = { base: this.#records, keys, records };
+    return records;
   }
 
   #status(): SyncStatus {
@@ -756,6 +900,11 @@ function localEvent(e: QueueEntry, author: string | undefined): SyncEvent {
   }
   const { id, type, payload, occurredAt } = e.event;
   return { kind: "event", id, type, payload, occurredAt: occurredAt ?? "", ...(author !== undefined && { author }), pending: true };
+}
+
+function localRecordEvent(e: QueueEntry, author: string | undefined): RecordEvent {
+  const { type, payload, occurredAt } = e.event;
+  return { type, payload, occurredAt: occurredAt ?? "", ...(author !== undefined && { author }), pending: true };
 }
 
 function pendingWrite(e: QueueEntry): PendingWrite {

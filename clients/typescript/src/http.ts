@@ -34,7 +34,7 @@ export interface Attempt {
   online?: () => boolean;
 }
 
-const browserOnline = () => globalThis.navigator?.onLine !== false;
+export const browserOnline = () => globalThis.navigator?.onLine !== false;
 
 /**
  * Sends the request build() makes until it is answered with anything but a

@@ -4,6 +4,7 @@
 export {
   createSyncClient,
   type PendingWrite,
+  type RecordCollection,
   type StopReason,
   type StreamView,
   type SyncClient,
@@ -14,6 +15,7 @@ export {
 } from "./client.js";
 export { indexedDBStorage } from "./indexeddb.js";
 export type { LiveChannel } from "./live.js";
+export type { Fields, RecordSet, Records, SyncRecord } from "./records.js";
 export { type Role, type Space, SpaceError, SpaceStopped } from "./spaces.js";
 export { type KeptView, memoryStorage, type StreamStore, type SyncStorage } from "./storage.js";
 export { tokenSubject } from "./token.js";

@@ -13,6 +13,16 @@ export {
   SyncQueue,
   type SyncQueueOptions,
 } from "./queue.js";
+export {
+  foldRecords,
+  type KeptRecords,
+  listRecords,
+  RECORD_DELETE,
+  RECORD_PATCH,
+  RECORD_PUT,
+  type RecordEvent,
+  recordPayload,
+} from "./records.js";
 export type { RetryOptions } from "./retry.js";
 export {
   addMember,

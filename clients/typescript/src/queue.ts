@@ -1,4 +1,4 @@
-import { batchURL, eventsURL, type Fetch, type Outcome, type StopReason, sendUntilAnswered } from "./http.js";
+import { batchURL, browserOnline, eventsURL, type Fetch, type Outcome, type StopReason, sendUntilAnswered } from "./http.js";
 import { type Retrier, type RetryOptions, retrier } from "./retry.js";
 import type { QueueStorage } from "./storage.js";
 import { type TokenRefusal, tokenFor } from "./token.js";
@@ -160,6 +160,13 @@ export class SyncQueue {
         return report;
       }
       while (pending.length > 0) {
+        // Offline, no new batch is formed: a batch is stamped for good
+        // before its first send, so one stamped by each write of an offline
+        // burst would split the burst into as many requests. Entries already
+        // stamped are sent as they are (the next attempt stops as offline).
+        if (pending[0]?.batch === undefined && !(this.#o.online ?? browserOnline)()) {
+          return { ...report, stopped: "offline", error: "the browser is offline" };
+        }
         const group = await this.#nextBatch(pending);
         const keys = new Set(group.map((e) => e.key));
         pending = pending.filter((e) => !keys.has(e.key));

@@ -1,5 +1,6 @@
-import { useCallback, useRef, useSyncExternalStore } from "react";
+import { useCallback, useMemo, useRef, useSyncExternalStore } from "react";
 import type { SyncClient, SyncState } from "./client.js";
+import { type Fields, listRecords, type RecordSet, type SyncRecord } from "./records.js";
 
 /**
  * The part of a SyncClient's state that select() picks, kept current: the
@@ -31,4 +32,28 @@ export function useSyncState<S, T>(
     return next;
   };
   return useSyncExternalStore(subscribe, snapshot, snapshot);
+}
+
+/**
+ * A collection of records (see SyncClient.records), kept current: its
+ * records oldest first (by createdAt, then id), pending changes on top.
+ * The component re-renders when the collection changes, not when another
+ * part of the state does; the array is the same one until then. Key list
+ * items by `record.id`.
+ *
+ * @example
+ * const todos = useRecords<Todo>(client, "todo");
+ * return <ul>{todos.map((t) => <li key={t.id}>{t.fields.title}</li>)}</ul>;
+ */
+export function useRecords<T extends object = Fields>(
+  client: SyncClient<unknown>,
+  collection: string,
+  options: { space?: string } = {},
+): readonly SyncRecord<T>[] {
+  const { space } = options;
+  const set = useSyncState(
+    client,
+    (s) => (space === undefined ? s.mine : s.spaces[space])?.records[collection] as RecordSet<T> | undefined,
+  );
+  return useMemo(() => listRecords(set), [set]);
 }

@@ -35,6 +35,8 @@ export interface QueueStorage {
  */
 export interface KeptView {
   state: unknown;
+  /** The stream's records folded from the same confirmed events (see SyncClient.records), saved in the same write. */
+  records?: unknown;
   cursor?: string;
   spaces?: string[];
   /**

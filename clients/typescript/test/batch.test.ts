@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { SyncQueue } from "../src/queue.js";
 import type { NewEvent } from "../src/types.js";
 import { EventWriter } from "../src/writer.js";
-import { answer, fakeFetch, hangUntilAborted, instantRetry, queueOf, TOKEN } from "./helpers.js";
+import { answer, fakeFetch, hangUntilAborted, instantRetry, memory, queueOf, TOKEN } from "./helpers.js";
 
 const BASE = "https://api.example.com";
 
@@ -71,6 +71,32 @@ describe("SyncQueue.drain, in batches", () => {
       `bodies of ${sizes}`,
     );
     assert.equal(api.seen.length, 4, "10 events of about 1 KB, 3 to a batch (the last alone)");
+  });
+
+  it("sends an offline burst as one batch: a drain after each write, offline, stamps nothing", async () => {
+    // As the client does: each write starts a drain. Before, each of those
+    // drains stamped a batch of what was queued, and the burst went as a
+    // batch of the first two and the third alone.
+    const storage = memory();
+    const writer = new EventWriter(storage);
+    const { api, stored } = batchServer();
+    let online = false;
+    const queue = new SyncQueue({ storage, baseUrl: BASE, getToken: () => TOKEN, fetch: api.fetch, online: () => online });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await writer.write("note.created", { i })).event.id);
+      assert.equal((await queue.drain()).stopped, "offline");
+    }
+    assert.deepEqual(
+      (await storage.list()).map((e) => e.batch),
+      [undefined, undefined, undefined],
+      "no batch formed while offline",
+    );
+    online = true;
+    assert.deepEqual(await queue.drain(), { sent: 3, replayed: 0, conflicts: 0, rejected: 0, retries: 0 });
+    assert.equal(api.seen.length, 1, "one request for the burst");
+    assert.equal((JSON.parse(api.seen[0]?.body ?? "{}").events as unknown[]).length, 3);
+    assert.deepEqual(stored, ids);
   });
 
   it("sends a queue of one entry alone, under the entry's own key", async () => {

@@ -163,8 +163,13 @@ export function notesRig(env: Record<string, string> = {}, token?: string): Note
   return rig;
 }
 
-/** Writes a personal note on the notes example's page. */
+/**
+ * Writes a personal note on the notes example's page, and waits until the
+ * page has queued it (it empties the field then): a next fill before that
+ * would be emptied by this note's turn, and its submit refused as empty.
+ */
 export async function addNote(page: Page, text: string): Promise<void> {
   await page.fill("#text", text);
   await page.click("button[type=submit]");
+  await page.waitForFunction(() => (document.getElementById("text") as HTMLInputElement).value === "");
 }

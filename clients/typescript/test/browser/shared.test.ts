@@ -40,13 +40,16 @@ async function shown(page: Page): Promise<[string, string][]> {
   return out.sort();
 }
 
-/** The space's note.created events, as alice reads them with plain fetch: [id, text, author]. */
+/** The space's notes as stored, record.put events read by alice with plain fetch: [the note's id, text, author]. */
 async function stored(space: string, token: string): Promise<[string, string, string][]> {
   const r = await fetch(`${rig.service.url}/api/v1/spaces/${space}/events?limit=1000`, { headers: { authorization: `Bearer ${token}` } });
   assert.equal(r.status, 200);
-  const page = (await r.json()) as { events: { id: string; type: string; author: string; payload: { text?: string } }[]; hasMore: boolean };
+  type Put = { id: string; type: string; author: string; payload: { collection?: string; id?: string; fields?: { text?: string } } };
+  const page = (await r.json()) as { events: Put[]; hasMore: boolean };
   assert.equal(page.hasMore, false);
-  return page.events.filter((e) => e.type === "note.created").map((e) => [e.id, e.payload.text ?? "", e.author]);
+  return page.events
+    .filter((e) => e.type === "record.put" && e.payload.collection === "note")
+    .map((e) => [e.payload.id ?? "", e.payload.fields?.text ?? "", e.author]);
 }
 
 it("a shared list between two users: each sees the other's notes with their author, each note stored once; a removed member forgets it", async () => {
@@ -96,7 +99,7 @@ it("a shared list between two users: each sees the other's notes with their auth
   for (const p of [a, b]) {
     assert.deepEqual(await shown(p), expected);
     const ids = await p.locator("#shared-notes li").evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.id));
-    assert.deepEqual(ids.sort(), server.map(([id]) => id).sort(), "the very events the server holds");
+    assert.deepEqual(ids.sort(), server.map(([id]) => id).sort(), "the very notes the server holds");
   }
 
   // Alice removes bob: his page's next pull is refused, and it forgets the list.
