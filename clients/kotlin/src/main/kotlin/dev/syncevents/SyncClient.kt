@@ -108,12 +108,19 @@ public class SyncClient(
     private val pollIntervalMs: Long = 10_000,
     /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
     private val liveCheckMs: Long = 300_000,
+    /**
+     * Asked for a new token when the server answers 401, once a request
+     * (a pull, a write, a space operation): the request is sent again with
+     * it, under the same Idempotency-Key. Null, or a second 401, stops the
+     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh].
+     */
+    private val refreshToken: TokenRefresh? = null,
 ) : AutoCloseable {
     init {
         require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
     }
 
-    private val queue = SyncQueue(storage, baseUrl, token, http, retry, space).also { it.onStored = ::answered }
+    private val queue = SyncQueue(storage, baseUrl, token, http, retry, space, refreshToken = refreshToken).also { it.onStored = ::answered }
 
     /** When each waiting event's write was answered (ms since the epoch), by event id; changed inside [sync] (and by [signOut]). */
     @Volatile
@@ -228,7 +235,7 @@ public class SyncClient(
             return report
         }
         try {
-            pull(http, baseUrl, space, storage, token, retry, startOver) { page ->
+            pull(http, baseUrl, space, storage, token, retry, startOver, refreshToken) { page ->
                 onEvents(page)
                 page.forEach { _events.emit(it) }
                 // Before the page's cursor is kept: a crash re-delivers the page, never loses a listing.
@@ -378,7 +385,7 @@ public class SyncClient(
     }
 
     /** The space operations of this client's user (create, list, add and remove members, leave), their keys kept in its storage. */
-    public val spaces: Spaces by lazy { Spaces(storage, baseUrl, token, http, retry) }
+    public val spaces: Spaces by lazy { Spaces(storage, baseUrl, token, http, retry, refreshToken) }
 
     /**
      * Follows [space]: a client of that space's stream over [storage] (of
@@ -396,7 +403,7 @@ public class SyncClient(
     ): SyncClient {
         require(this.space == null) { "follow a space from the client of the user's own stream" }
         require(storage.user == this.storage.user) { "the space's storage must be this user's" }
-        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, onEvents, channel, pollIntervalMs, liveCheckMs)
+        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, onEvents, channel, pollIntervalMs, liveCheckMs, refreshToken)
         if (ticker != null) c.start()
         return c
     }

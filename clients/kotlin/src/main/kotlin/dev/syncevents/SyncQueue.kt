@@ -95,6 +95,8 @@ public class SyncQueue(
     private val space: String? = null,
     /** At most this many events a batch (1 sends each alone, under its own key). */
     maxBatchEvents: Int = if (space == null) MAX_BATCH_EVENTS else MAX_SPACE_BATCH_EVENTS,
+    /** Asked for a new token when the server answers 401, once a request; null: a 401 stops the drain ([TokenRefresh]). */
+    private val refreshToken: TokenRefresh? = null,
 ) {
     private val base: HttpUrl = baseUrl.toHttpUrl()
     private val maxEvents = minOf(maxBatchEvents, if (space == null) MAX_BATCH_EVENTS else MAX_SPACE_BATCH_EVENTS)
@@ -249,7 +251,7 @@ public class SyncQueue(
                     r = if (a.replayed) r.copy(replayed = r.replayed + n) else r.copy(sent = r.sent + n)
                 }
                 a.status !in 400..499 -> return StopReason.UNEXPECTED_ANSWER to "status ${a.status}: not the contract's answer"
-                // Refused for the token: nothing stored; the entries wait with their keys.
+                // Refused for the token (the refresh hook's too, or it gave none): nothing stored; the entries wait with their keys.
                 a.status == 401 -> return StopReason.UNAUTHORIZED to "status 401"
                 // Nothing stored, and no retry changes it: kept for the app, and the drain stops.
                 a.status == 403 && (a.code == "SPACE_NOT_MEMBER" || a.code == "SPACE_ROLE_FORBIDS") -> {
@@ -294,6 +296,7 @@ public class SyncQueue(
             },
             attempted = { r = r.copy(requests = r.requests + 1) },
             retrying = { r = r.copy(retries = r.retries + 1) },
+            refresh = refreshToken,
         )
     }
 
