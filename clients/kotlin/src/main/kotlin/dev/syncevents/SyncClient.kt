@@ -78,6 +78,10 @@ internal const val SENT_WAIT_MS: Long = 10 * 60_000L
  * poke heard on [channel], and every [pollIntervalMs] while it hears none
  * ([live] says which).
  *
+ * ```
+ * val sync = SyncClient(storage, SyncClientConfig(baseUrl, token = { auth.idToken() }), appScope)
+ * ```
+ *
  * Every request (each pull, write, space operation, and the live
  * channel's subscription) asks [token] afresh and checks its `sub` against
  * the storage's [QueueStorage.user] before anything is sent: another
@@ -87,14 +91,9 @@ internal const val SENT_WAIT_MS: Long = 10 * 60_000L
  */
 public class SyncClient(
     private val storage: QueueStorage,
-    private val baseUrl: String,
-    private val token: suspend () -> String,
+    /** Where the API is, the user's tokens, and the tuning shared by this client and the spaces it [follow]s. */
+    public val config: SyncClientConfig,
     private val scope: CoroutineScope,
-    private val http: OkHttpClient = OkHttpClient(),
-    private val retry: RetryPolicy = RetryPolicy(),
-    private val space: String? = null,
-    /** Called on 410 CURSOR_EXPIRED before the stream is read again from its start: drop the app's copy of it. */
-    private val startOver: suspend () -> Unit = {},
     /**
      * Called with each pulled page, in the stream's order, before its
      * cursor is kept: where the app applies what must survive a crash (its
@@ -102,23 +101,49 @@ public class SyncClient(
      * than skips it, so apply events idempotently by id.
      */
     private val onEvents: suspend (List<SyncEvent>) -> Unit = {},
-    /** The live channel (one shared by the user's streams) to hear pokes on once started; null: poll only. */
-    private val channel: LiveChannel? = null,
-    /** How often to pull, once started, while the channel is not live. */
-    private val pollIntervalMs: Long = 10_000,
-    /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
-    private val liveCheckMs: Long = 300_000,
-    /**
-     * Asked for a new token when the server answers 401, once a request
-     * (a pull, a write, a space operation): the request is sent again with
-     * it, under the same Idempotency-Key. Null, or a second 401, stops the
-     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh].
-     */
-    private val refreshToken: TokenRefresh? = null,
+    /** Called on 410 CURSOR_EXPIRED before the stream is read again from its start: drop the app's copy of it. */
+    private val startOver: suspend () -> Unit = {},
+    /** A space's id: this client is of that space's stream (see [follow]); null for the user's own. */
+    private val space: String? = null,
 ) : AutoCloseable {
-    init {
-        require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
-    }
+    /**
+     * The constructor of eleven parameters, before [SyncClientConfig]: the
+     * same client, its settings put in a config.
+     */
+    @Deprecated(
+        "Put baseUrl, token and the settings in a SyncClientConfig",
+        ReplaceWith(
+            "SyncClient(storage, SyncClientConfig(baseUrl, token, http = http, retry = retry, channel = channel, " +
+                "pollIntervalMs = pollIntervalMs, liveCheckMs = liveCheckMs), scope, onEvents, startOver, space)",
+        ),
+    )
+    public constructor(
+        storage: QueueStorage,
+        baseUrl: String,
+        token: suspend () -> String,
+        scope: CoroutineScope,
+        http: OkHttpClient = OkHttpClient(),
+        retry: RetryPolicy = RetryPolicy(),
+        space: String? = null,
+        startOver: suspend () -> Unit = {},
+        onEvents: suspend (List<SyncEvent>) -> Unit = {},
+        channel: LiveChannel? = null,
+        pollIntervalMs: Long = 10_000,
+        liveCheckMs: Long = 300_000,
+    ) : this(
+        storage,
+        SyncClientConfig(baseUrl, token, http = http, retry = retry, channel = channel, pollIntervalMs = pollIntervalMs, liveCheckMs = liveCheckMs),
+        scope, onEvents, startOver, space,
+    )
+
+    private val baseUrl = config.baseUrl
+    private val token = config.token
+    private val http = config.http
+    private val retry = config.retry
+    private val channel = config.channel
+    private val pollIntervalMs = config.pollIntervalMs
+    private val liveCheckMs = config.liveCheckMs
+    private val refreshToken = config.refreshToken
 
     private val queue = SyncQueue(storage, baseUrl, token, http, retry, space, refreshToken = refreshToken).also { it.onStored = ::answered }
 
@@ -403,7 +428,7 @@ public class SyncClient(
     ): SyncClient {
         require(this.space == null) { "follow a space from the client of the user's own stream" }
         require(storage.user == this.storage.user) { "the space's storage must be this user's" }
-        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, onEvents, channel, pollIntervalMs, liveCheckMs, refreshToken)
+        val c = SyncClient(storage, config, scope, onEvents, startOver, space)
         if (ticker != null) c.start()
         return c
     }
@@ -434,5 +459,39 @@ public class SyncClient(
         stop()
         wake.close()
         loop.cancel()
+    }
+}
+
+/**
+ * What a [SyncClient] needs besides its stream's storage and scope: where
+ * the API is, the user's tokens, and the settings, each with a default.
+ * One config serves the user's own client and every space it follows
+ * ([SyncClient.follow] passes it on); `copy()` makes a variant.
+ */
+public data class SyncClientConfig(
+    /** Where the API is, e.g. `https://api.example.com`. */
+    val baseUrl: String,
+    /** The bearer token (a JWT) for the next request, asked afresh for each; its `sub` must be the storage's user. */
+    val token: suspend () -> String,
+    /**
+     * Asked for a new token when the server answers 401, once a request
+     * (a pull, a write, a space operation): the request is sent again with
+     * it, under the same Idempotency-Key. Null, or a second 401, stops the
+     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh].
+     */
+    val refreshToken: TokenRefresh? = null,
+    /** The HTTP client of every request; the app closes it, not the [SyncClient]. */
+    val http: OkHttpClient = OkHttpClient(),
+    /** How a request with no answer, a 429 or a 5xx is tried again, and when given up (20 s by default). */
+    val retry: RetryPolicy = RetryPolicy(),
+    /** The live channel (one shared by the user's streams) to hear pokes on once started; null: poll only. */
+    val channel: LiveChannel? = null,
+    /** How often to pull, once started, while the channel is not live. */
+    val pollIntervalMs: Long = 10_000,
+    /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
+    val liveCheckMs: Long = 300_000,
+) {
+    init {
+        require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
     }
 }

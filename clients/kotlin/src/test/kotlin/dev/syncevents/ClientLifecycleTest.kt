@@ -51,7 +51,9 @@ class ClientLifecycleTest {
     }
 
     private fun client(storage: QueueStorage) = SyncClient(
-        storage, server.url("/").toString(), { LocalServer.token("alice") }, scope, retry = RetryPolicy(1, 5, maxElapsedMs = 200),
+        storage,
+        SyncClientConfig(server.url("/").toString(), { LocalServer.token("alice") }, retry = RetryPolicy(1, 5, maxElapsedMs = 200)),
+        scope,
     )
 
     @Test

@@ -114,7 +114,7 @@ class ListedLaterTest {
     private fun storage(name: String, stream: String = "") = SqliteQueueStorage(dir.resolve("$name.db").toString(), "alice", stream)
 
     private fun client(server: AcceptingServer, storage: QueueStorage, got: MutableList<SyncEvent> = ArrayList(), startOver: suspend () -> Unit = {}) =
-        SyncClient(storage, server.url, { LocalServer.token("alice") }, scope, startOver = startOver, onEvents = { got += it })
+        SyncClient(storage, SyncClientConfig(server.url, { LocalServer.token("alice") }), scope, onEvents = { got += it }, startOver = startOver)
 
     /**
      * Writes on [c] and waits for the write's own sync to pull after the

@@ -75,12 +75,12 @@ class RefreshTokenTest {
     private val asked: MutableList<String> = Collections.synchronizedList(ArrayList())
 
     private fun client(refresh: TokenRefresh?) = SyncClient(
-        storage = SqliteQueueStorage(dir.resolve("r.db").toString(), "alice"),
-        baseUrl = server.url("/").toString(),
-        token = { old },
-        scope = scope,
-        retry = RetryPolicy(1, 10),
-        refreshToken = refresh?.let { r -> { rejected: String -> asked += rejected; r(rejected) } },
+        SqliteQueueStorage(dir.resolve("r.db").toString(), "alice"),
+        SyncClientConfig(
+            server.url("/").toString(), { old }, retry = RetryPolicy(1, 10),
+            refreshToken = refresh?.let { r -> { rejected: String -> asked += rejected; r(rejected) } },
+        ),
+        scope,
     )
 
     private fun payload() = JsonObject(mapOf("n" to JsonPrimitive(1)))
@@ -157,8 +157,10 @@ class RefreshTokenTest {
         val got = Collections.synchronizedList(ArrayList<SyncEvent>())
         val storage = SqliteQueueStorage(dir.resolve("p.db").toString(), "alice")
         val c = SyncClient(
-            storage = storage, baseUrl = server.url("/").toString(), token = { old }, scope = scope,
-            retry = RetryPolicy(1, 10), onEvents = { got += it }, refreshToken = { asked += it; new },
+            storage,
+            SyncClientConfig(server.url("/").toString(), { old }, retry = RetryPolicy(1, 10), refreshToken = { asked += it; new }),
+            scope,
+            onEvents = { got += it },
         )
         c.sync()
         assertEquals(SyncStatus.Synced, c.status.value)
@@ -173,8 +175,9 @@ class RefreshTokenTest {
         gets += unauthorized
         val storage = SqliteQueueStorage(dir.resolve("q.db").toString(), "alice")
         val c = SyncClient(
-            storage = storage, baseUrl = server.url("/").toString(), token = { old }, scope = scope,
-            retry = RetryPolicy(1, 10), refreshToken = { asked += it; new },
+            storage,
+            SyncClientConfig(server.url("/").toString(), { old }, retry = RetryPolicy(1, 10), refreshToken = { asked += it; new }),
+            scope,
         )
         c.sync()
         assertEquals(StopReason.UNAUTHORIZED, (c.status.value as SyncStatus.Stopped).reason)
@@ -188,8 +191,9 @@ class RefreshTokenTest {
         gets += unauthorized
         val storage = SqliteQueueStorage(dir.resolve("w.db").toString(), "alice")
         val c = SyncClient(
-            storage = storage, baseUrl = server.url("/").toString(), token = { old }, scope = scope,
-            retry = RetryPolicy(1, 10), refreshToken = { jwt("bob", 1) },
+            storage,
+            SyncClientConfig(server.url("/").toString(), { old }, retry = RetryPolicy(1, 10), refreshToken = { jwt("bob", 1) }),
+            scope,
         )
         c.sync()
         assertEquals(StopReason.WRONG_USER, (c.status.value as SyncStatus.Stopped).reason)

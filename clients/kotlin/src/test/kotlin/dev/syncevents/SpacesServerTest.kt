@@ -53,9 +53,9 @@ class SpacesServerTest {
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
             fun device(u: User, name: String) = SyncClient(
-                SqliteQueueStorage(dir.resolve("$name.db").toString(), u.sub), server.url, { u.token }, scope,
-                channel = LiveChannel(server.realtimeUrl, server.httpHost, { u.token }, scope),
-                pollIntervalMs = 600_000, liveCheckMs = 600_000,
+                SqliteQueueStorage(dir.resolve("$name.db").toString(), u.sub),
+                SyncClientConfig(server.url, { u.token }, channel = LiveChannel(server.realtimeUrl, server.httpHost, { u.token }, scope), pollIntervalMs = 600_000, liveCheckMs = 600_000),
+                scope,
             )
             val aliceMine = device(alice, "alice")
             val space = aliceMine.spaces.create("Groceries")
