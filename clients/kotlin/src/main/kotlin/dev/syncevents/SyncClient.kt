@@ -226,19 +226,22 @@ public class SyncClient(
      * meanwhile gets a CancellationException, and the write may be queued
      * all the same ([pending] tells).
      */
-    public suspend fun write(type: String, payload: JsonObject): QueueEntry = queued { queue.write(type, payload) }
+    public suspend fun write(type: String, payload: JsonObject): PendingWrite.Event =
+        queued { queue.write(type, payload) } as PendingWrite.Event
 
     /** Queues the deletion of [eventId] and wakes a sync, as [write] does: stored first, on [Dispatchers.IO]. */
-    public suspend fun delete(eventId: String): QueueEntry = queued { queue.delete(eventId) }
+    public suspend fun delete(eventId: String): PendingWrite.Delete = queued { queue.delete(eventId) } as PendingWrite.Delete
 
-    private suspend fun queued(store: () -> QueueEntry): QueueEntry =
-        withContext(Dispatchers.IO + NonCancellable) { store().also { want(force = true) } }
+    private suspend fun queued(store: () -> QueueEntry): PendingWrite =
+        withContext(Dispatchers.IO + NonCancellable) { store().also { want(force = true) }.toPendingWrite() }
 
-    /** Writes the server refused, kept for the app (CONFLICT, REJECTED). */
-    public fun kept(): List<QueueEntry> = queue.kept()
+    /** Writes the server refused, kept for the app ([EntryStatus.CONFLICT], [EntryStatus.REJECTED] with the server's answer), oldest first. */
+    public fun kept(): List<PendingWrite> = queue.kept().map { it.toPendingWrite() }
 
-    /** Writes still waiting to be answered. */
-    public fun pending(): List<QueueEntry> = storage.list().filter { it.status == EntryStatus.PENDING }
+    /** Writes and deletions still waiting to be answered, oldest first, typed: what [write] and [delete] returned. */
+    public fun pending(): List<PendingWrite> = pendingEntries().map { it.toPendingWrite() }
+
+    private fun pendingEntries(): List<QueueEntry> = storage.list().filter { it.status == EntryStatus.PENDING }
 
     /**
      * Sends every queued write, then pulls from the kept cursor to the
@@ -269,7 +272,7 @@ public class SyncClient(
             reached = storage.getValue(CURSOR)
             val now = clock()
             keepSent(sent.filterValues { now - it < SENT_WAIT_MS })
-            _status.value = if (pending().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
+            _status.value = if (pendingEntries().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
         } catch (e: TokenRefused) {
             // Another user's token (or none readable): nothing was sent, stored or moved.
             _status.value = SyncStatus.Stopped(e.reason, e.message)

@@ -64,7 +64,7 @@ class ClientLifecycleTest {
         try {
             withContext(main) {
                 val e = c.write("note.created", JsonObject(emptyMap()))
-                c.delete(e.eventId)
+                c.delete(e.id)
             }
             assertEquals(2, storage.addedOn.size)
             storage.addedOn.forEach { assertNotEquals("main", it.name) }

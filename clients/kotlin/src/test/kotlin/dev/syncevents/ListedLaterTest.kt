@@ -122,7 +122,7 @@ class ListedLaterTest {
      * one sync at a time) pulls once more. Nothing else syncs [c] after.
      */
     private suspend fun writeAnsweredUnlisted(c: SyncClient, server: AcceptingServer): String {
-        val id = c.write("note.created", buildJsonObject { put("text", "oat milk") }).eventId
+        val id = c.write("note.created", buildJsonObject { put("text", "oat milk") }).id
         withTimeout(5_000) { while (server.pullsSinceWrite.get() == 0) delay(5) }
         c.sync()
         assertEquals(SyncStatus.Syncing, c.status.value, "answered, not listed: not synced")

@@ -51,7 +51,7 @@ class LiveServerTest {
             // The pull on going live is done: what comes next, a poke brought.
             withTimeout(10_000) { reader.status.first { it == SyncStatus.Synced } }
             for (i in 0 until 3) {
-                val id = writer.write("note.created", JsonObject(mapOf("n" to JsonPrimitive(i)))).eventId
+                val id = writer.write("note.created", JsonObject(mapOf("n" to JsonPrimitive(i)))).id
                 val arrived = withTimeout(10_000) { got.receive() }
                 assertEquals(id, arrived.id, "write $i arrived, alone and in order")
             }

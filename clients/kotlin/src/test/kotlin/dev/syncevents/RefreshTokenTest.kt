@@ -94,7 +94,7 @@ class RefreshTokenTest {
         val c = client { new }
         val e = c.write("note.created", payload())
         // Answered 201: waiting for a pull to list it (this server lists nothing).
-        withTimeout(10_000) { c.waiting.first { e.eventId in it } }
+        withTimeout(10_000) { c.waiting.first { e.id in it } }
         assertEquals(listOf(old), asked, "the hook asked once, with the refused token")
         val sent = seen.filter { it.method == "POST" }
         assertEquals(2, sent.size)

@@ -35,7 +35,7 @@ class SyncClientTest {
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
             val a = SyncClient(SqliteQueueStorage(dir.resolve("a.db").toString(), user), SyncClientConfig(url, { LocalServer.token(user) }), scope)
-            val ids = (0 until 5).map { a.write("note.created", payload(it)).eventId }
+            val ids = (0 until 5).map { a.write("note.created", payload(it)).id }
             a.sync()
             a.delete(ids[1])
             a.sync()
