@@ -17,6 +17,7 @@ import kotlinx.coroutines.flow.SharedFlow
 import kotlinx.coroutines.flow.StateFlow
 import kotlinx.coroutines.flow.asSharedFlow
 import kotlinx.coroutines.flow.asStateFlow
+import kotlinx.coroutines.flow.update
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
@@ -155,6 +156,13 @@ public class SyncClient(
     /** The clock [SENT_WAIT_MS] is read on; tests move it. */
     internal var clock: () -> Long = System::currentTimeMillis
 
+    /** Counts the changes that may change records (a page merged, a change queued, answered or refused); [Records.all] reads again on each. */
+    private val _recordsChanged = MutableStateFlow(0L)
+    internal val recordsChanged: StateFlow<Long> = _recordsChanged.asStateFlow()
+
+    /** Held while records are merged, or read with this device's changes on top: a reader sees a page's merge whole. */
+    private val recordLock = Any()
+
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
     private val _status = MutableStateFlow<SyncStatus>(SyncStatus.Idle)
@@ -233,7 +241,55 @@ public class SyncClient(
     public suspend fun delete(eventId: String): PendingWrite.Delete = queued { queue.delete(eventId) } as PendingWrite.Delete
 
     private suspend fun queued(store: () -> QueueEntry): PendingWrite =
-        withContext(Dispatchers.IO + NonCancellable) { store().also { want(force = true) }.toPendingWrite() }
+        withContext(Dispatchers.IO + NonCancellable) {
+            store().also {
+                _recordsChanged.update { n -> n + 1 }
+                want(force = true)
+            }.toPendingWrite()
+        }
+
+    /**
+     * The records of [collection], merged from the stream's [RECORD_PUT],
+     * [RECORD_PATCH] and [RECORD_DELETE] events with this device's changes
+     * on top: put, patch and delete them, and follow them as a `Flow`. See
+     * [Records].
+     */
+    public fun records(collection: String): Records = Records(this, collection)
+
+    /** The live records of [collection] now: the merged ones, then this device's changes answered but unlisted, then those queued. */
+    internal fun recordsNow(collection: String): List<Record> = synchronized(recordLock) {
+        val m = decodeMerged(storage.getValue(recordsValue(collection)))
+        val mine = HashSet<String>()
+        val overlay = decodeSent(storage.getValue(RECORDS_SENT)).values +
+            pendingEntries().filter { it.action == EntryAction.WRITE }.map { it.event }
+        for (event in overlay) {
+            val c = RecordChange.ofEvent(event) ?: continue
+            if (c.collection == collection && m.merge(c)) mine += c.id
+        }
+        m.mapNotNull { (id, fields) -> fields?.let { Record(id, it, id in mine) } }
+    }
+
+    /** Merges a pulled page's record events into the kept records, before its cursor is kept; a page merged again changes nothing more. */
+    private fun mergeRecords(page: List<SyncEvent>) {
+        val changes = page.mapNotNull { e -> (e as? SyncEvent.Event)?.let { RecordChange.of(it.type, it.payload) } }
+        if (changes.isEmpty()) return
+        synchronized(recordLock) {
+            val names = decodeNames(storage.getValue(RECORD_COLLECTIONS))
+            for ((collection, cs) in changes.groupBy { it.collection }) {
+                val m = decodeMerged(storage.getValue(recordsValue(collection)))
+                cs.forEach { m.merge(it) }
+                storage.setValue(recordsValue(collection), encodeMerged(m))
+            }
+            val all = names + changes.map { it.collection }.distinct().filter { it !in names }
+            if (all != names) storage.setValue(RECORD_COLLECTIONS, encodeNames(all))
+        }
+    }
+
+    /** On a start-over: the merged records go, to be merged again from the stream's start. */
+    private fun dropRecords() = synchronized(recordLock) {
+        for (name in decodeNames(storage.getValue(RECORD_COLLECTIONS))) storage.setValue(recordsValue(name), null)
+        storage.setValue(RECORD_COLLECTIONS, null)
+    }
 
     /** Writes the server refused, kept for the app ([EntryStatus.CONFLICT], [EntryStatus.REJECTED] with the server's answer), oldest first. */
     public fun kept(): List<PendingWrite> = queue.kept().map { it.toPendingWrite() }
@@ -263,15 +319,24 @@ public class SyncClient(
             return report
         }
         try {
-            pull(http, baseUrl, space, storage, token, retry, startOver, refreshToken) { page ->
+            val over: suspend () -> Unit = {
+                dropRecords()
+                startOver()
+            }
+            pull(http, baseUrl, space, storage, token, retry, over, refreshToken) { page ->
                 onEvents(page)
+                // Before the page's cursor is kept: a crash re-delivers the page, never loses a listing or a record.
+                synchronized(recordLock) {
+                    mergeRecords(page)
+                    keepSent(sent - page.map { it.id }.toSet())
+                }
+                _recordsChanged.update { it + 1 }
                 page.forEach { _events.emit(it) }
-                // Before the page's cursor is kept: a crash re-delivers the page, never loses a listing.
-                keepSent(sent - page.map { it.id }.toSet())
             }
             reached = storage.getValue(CURSOR)
             val now = clock()
             keepSent(sent.filterValues { now - it < SENT_WAIT_MS })
+            _recordsChanged.update { it + 1 }
             _status.value = if (pendingEntries().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
         } catch (e: TokenRefused) {
             // Another user's token (or none readable): nothing was sent, stored or moved.
@@ -297,13 +362,23 @@ public class SyncClient(
     /** The queue's [SyncQueue.onStored]: the entries wait for a pull to list their events. */
     private fun answered(entries: List<QueueEntry>) {
         val at = clock()
-        keepSent(sent + entries.associate { it.eventId to at })
+        synchronized(recordLock) {
+            // A record change answered stays on top of the records until a pull lists it.
+            val changes = entries.filter { it.action == EntryAction.WRITE && RecordChange.ofEvent(it.event) != null }
+            if (changes.isNotEmpty() && loop.isActive) {
+                val kept = decodeSent(storage.getValue(RECORDS_SENT)) + changes.associate { it.eventId to it.event }
+                storage.setValue(RECORDS_SENT, encodeSent(kept))
+            }
+            keepSent(sent + entries.associate { it.eventId to at })
+        }
     }
 
     /** Makes [next] the waiting writes, beside the queue first; not once closed, so signOut's clear() stays clear. */
     private fun keepSent(next: Map<String, Long>) {
         if (next == sent || !loop.isActive) return
         storage.setValue(SENT, next.takeIf { it.isNotEmpty() }?.let { m -> JsonObject(m.mapValues { JsonPrimitive(it.value) }).toString() })
+        val changes = decodeSent(storage.getValue(RECORDS_SENT))
+        if (changes.keys.any { it !in next }) storage.setValue(RECORDS_SENT, encodeSent(changes.filterKeys { it in next }))
         sent = next
         _waiting.value = next.keys
     }
@@ -446,6 +521,7 @@ public class SyncClient(
         storage.clear()
         sent = emptyMap()
         _waiting.value = emptySet()
+        _recordsChanged.update { it + 1 }
     }
 
     /**

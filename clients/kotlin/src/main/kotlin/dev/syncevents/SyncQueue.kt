@@ -108,7 +108,7 @@ public class SyncQueue(
 
     /**
      * Called, inside a drain, with the entries the server stored (a 201, a
-     * DELETE's 200, 409 EVENT_ALREADY_EXISTS) as they leave the queue: what
+     * DELETE's 200, 409 EVENT_ALREADY_EXISTS) just before they leave the queue: what
      * a pull is yet to list. A DELETE answered 409 EVENT_ALREADY_DELETED is
      * not among them: another request deleted the event.
      */
@@ -225,8 +225,8 @@ public class SyncQueue(
             val named = namedEntries(group, a) ?: return settle(group, a)
             val rest = group.filter { it !in named }.map { it.copy(batch = null) }
             if (a.code == "EVENT_ALREADY_EXISTS") {
-                storage.removeAll(named.map { it.key })
                 onStored(named)
+                storage.removeAll(named.map { it.key })
                 r = r.copy(replayed = r.replayed + named.size)
             } else {
                 storage.updateAll(
@@ -246,8 +246,9 @@ public class SyncQueue(
             val n = group.size
             when {
                 a.status == 201 -> {
-                    storage.removeAll(group.map { it.key })
+                    // onStored first: what it keeps (a record change on top) is never missing in between.
                     onStored(group)
+                    storage.removeAll(group.map { it.key })
                     r = if (a.replayed) r.copy(replayed = r.replayed + n) else r.copy(sent = r.sent + n)
                 }
                 a.status !in 400..499 -> return StopReason.UNEXPECTED_ANSWER to "status ${a.status}: not the contract's answer"
@@ -264,8 +265,8 @@ public class SyncQueue(
                     return StopReason.FORBIDDEN to a.code
                 }
                 a.status == 409 && a.code == "EVENT_ALREADY_EXISTS" -> {
-                    storage.removeAll(group.map { it.key })
                     onStored(group)
+                    storage.removeAll(group.map { it.key })
                     r = r.copy(replayed = r.replayed + n)
                 }
                 a.status == 409 && a.code == "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" -> {
