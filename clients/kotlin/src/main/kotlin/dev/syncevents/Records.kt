@@ -8,6 +8,7 @@ import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.withContext
 import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
+import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.booleanOrNull
@@ -54,7 +55,8 @@ public data class Record(
  * no pull from the start; a 410 start-over drops them and merges again.
  *
  * Another app's or version's event types are untouched; an event of these
- * types whose payload is not the shape above is ignored. A record event
+ * types whose payload is not the shape above is ignored (a put or patch
+ * without `fields` has none: `{}`). A record event
  * deleted through [SyncClient.delete] (by its event id) is not undone on a
  * device that merged it already: change records through this class only.
  */
@@ -110,9 +112,13 @@ internal data class RecordChange(val type: String, val collection: String, val i
             fun str(k: String) = (payload[k] as? JsonPrimitive)?.takeIf { it.isString && it.content.isNotEmpty() }?.content
             val collection = str("collection") ?: return null
             val id = str("id") ?: return null
-            val fields = payload["fields"] as? JsonObject
-            if (type != RECORD_DELETE && fields == null) return null
-            return RecordChange(type, collection, id, fields)
+            // No fields is none ({}), as the TypeScript client reads it; fields that are not an object make no change.
+            val fields = when (val f = payload["fields"]) {
+                null, JsonNull -> JsonObject(emptyMap())
+                is JsonObject -> f
+                else -> return null
+            }
+            return RecordChange(type, collection, id, fields.takeIf { type != RECORD_DELETE })
         }
 
         /** The change of a queued entry's event JSON; null if it is no record change. */

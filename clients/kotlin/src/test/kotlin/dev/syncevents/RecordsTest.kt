@@ -132,6 +132,16 @@ class RecordsTest {
     }
 
     @Test
+    fun `a change is read as the TypeScript client reads it`() {
+        val c = RecordChange.of("record.patch", Json.parseToJsonElement("""{"collection":"todo","id":"t1"}""").jsonObject)
+        assertEquals(RecordChange("record.patch", "todo", "t1", JsonObject(emptyMap())), c, "no fields: none")
+        assertNull(RecordChange.of("record.put", Json.parseToJsonElement("""{"collection":"todo","id":"t1","fields":5}""").jsonObject))
+        assertNull(RecordChange.of("record.put", Json.parseToJsonElement("""{"collection":"","id":"t1","fields":{}}""").jsonObject))
+        assertNull(RecordChange.of("note.created", Json.parseToJsonElement("""{"collection":"todo","id":"t1","fields":{}}""").jsonObject))
+        assertEquals(null, RecordChange.of("record.delete", Json.parseToJsonElement("""{"collection":"todo","id":"t1"}""").jsonObject)!!.fields)
+    }
+
+    @Test
     fun `records are ordinary events of the shared wire format`() = runBlocking {
         val fake = FakeEvents()
         val a = device(server(fake), "w.db")
