@@ -48,7 +48,8 @@ internal const val PAGE_LIMIT: Int = 1000
  * On 410 CURSOR_EXPIRED it calls [startOver] and reads from the beginning
  * (at most 3 times a pull). Each request's token comes from [tokenFor]:
  * one not the storage's user's throws [TokenRefused] before anything is
- * sent or stored.
+ * sent or stored. A 401 is answered once a request through [refresh]:
+ * the page is asked again with the token it gives (checked the same way).
  */
 internal suspend fun pull(
     http: OkHttpClient,
@@ -58,8 +59,11 @@ internal suspend fun pull(
     token: suspend () -> String,
     retry: RetryPolicy,
     startOver: suspend () -> Unit,
+    refresh: TokenRefresh? = null,
     deliver: suspend (List<SyncEvent>) -> Unit,
 ): Int = withContext(Dispatchers.IO) {
+    var fresh: String? = null
+    var triedRefresh = false
     var startedOver = 0
     var delivered = 0
     var attempt = 0
@@ -73,7 +77,8 @@ internal suspend fun pull(
             addQueryParameter("limit", PAGE_LIMIT.toString())
         }.build()
         // Before each request, the token checked against the storage's user: another user's stream is never read into it.
-        val req = Request.Builder().url(url).header("Authorization", "Bearer ${tokenFor(storage.user, token)}").build()
+        val t = fresh ?: tokenFor(storage.user, token)
+        val req = Request.Builder().url(url).header("Authorization", "Bearer $t").build()
         val (status, body, retryAfter) = try {
             http.newCall(req).execute().use { Triple(it.code, it.body.string(), retryAfterMs(it.header("Retry-After"))) }
         } catch (e: IOException) {
@@ -96,6 +101,12 @@ internal suspend fun pull(
         }
         if (status != 200) {
             val code = (obj?.get("error") as? JsonPrimitive)?.content
+            if (status == 401 && refresh != null && !triedRefresh) {
+                // Once a page: a second 401 (with the token the hook gave) stops the pull.
+                triedRefresh = true
+                fresh = refreshed(storage.user, t, refresh)
+                if (fresh != null) continue
+            }
             if (status == 410 && code == "CURSOR_EXPIRED" && cursor != null && startedOver < 3) {
                 startedOver++
                 startOver()
@@ -104,6 +115,8 @@ internal suspend fun pull(
             }
             throw PullException(status, code, body)
         }
+        fresh = null
+        triedRefresh = false
         val page = obj ?: throw PullException(status, null, "not the contract's page: $body")
         val events = (page["events"] as? List<*>)?.map { parseEvent(it as? JsonElement) }
             ?: throw PullException(status, null, "not the contract's page: no events")

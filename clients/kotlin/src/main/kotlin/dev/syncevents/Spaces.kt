@@ -72,6 +72,8 @@ public class Spaces(
     private val http: OkHttpClient = OkHttpClient(),
     /** How an attempt with no answer, a 429 or a 5xx is tried again; a request given up throws [SpaceStopped]. */
     private val retry: RetryPolicy = RetryPolicy(),
+    /** Asked for a new token when the server answers 401, once a request ([TokenRefresh]); null: a 401 throws [SpaceRefused]. */
+    private val refreshToken: TokenRefresh? = null,
 ) {
     private val base: HttpUrl = baseUrl.toHttpUrl()
     private val mutex = Mutex()
@@ -86,7 +88,11 @@ public class Spaces(
     /** The spaces the user is a member of, with their role in each, sorted by id. */
     public suspend fun list(): List<Space> {
         val outcome = withContext(Dispatchers.IO) {
-            sendUntilAnswered(http, retry, token, storage.user, { t -> Request.Builder().url(url()).header("Authorization", "Bearer $t").build() })
+            sendUntilAnswered(
+                http, retry, token, storage.user,
+                { t -> Request.Builder().url(url()).header("Authorization", "Bearer $t").build() },
+                refresh = refreshToken,
+            )
         }
         val a = answered(outcome, 200)
         return ((parse(a.body)["spaces"] as? JsonArray) ?: throw unexpected(a)).map { space(it as? JsonObject ?: throw unexpected(a)) }
@@ -129,7 +135,7 @@ public class Spaces(
                         .header("Idempotency-Key", key)
                         .method(method, json?.toRequestBody(JSON_TYPE))
                         .build()
-                })
+                }, refresh = refreshToken)
                 // Given up, or an answer not the contract's: it may have been done; the key stays for the next call.
                 if (outcome is Outcome.Answered && outcome.status in 400..499) storage.setValue(name, null)
                 val a = answered(outcome, expected)

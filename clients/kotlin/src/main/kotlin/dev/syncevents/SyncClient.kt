@@ -17,6 +17,7 @@ import kotlinx.coroutines.flow.SharedFlow
 import kotlinx.coroutines.flow.StateFlow
 import kotlinx.coroutines.flow.asSharedFlow
 import kotlinx.coroutines.flow.asStateFlow
+import kotlinx.coroutines.flow.update
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
@@ -78,6 +79,10 @@ internal const val SENT_WAIT_MS: Long = 10 * 60_000L
  * poke heard on [channel], and every [pollIntervalMs] while it hears none
  * ([live] says which).
  *
+ * ```
+ * val sync = SyncClient(storage, SyncClientConfig(baseUrl, token = { auth.idToken() }), appScope)
+ * ```
+ *
  * Every request (each pull, write, space operation, and the live
  * channel's subscription) asks [token] afresh and checks its `sub` against
  * the storage's [QueueStorage.user] before anything is sent: another
@@ -87,14 +92,9 @@ internal const val SENT_WAIT_MS: Long = 10 * 60_000L
  */
 public class SyncClient(
     private val storage: QueueStorage,
-    private val baseUrl: String,
-    private val token: suspend () -> String,
+    /** Where the API is, the user's tokens, and the tuning shared by this client and the spaces it [follow]s. */
+    public val config: SyncClientConfig,
     private val scope: CoroutineScope,
-    private val http: OkHttpClient = OkHttpClient(),
-    private val retry: RetryPolicy = RetryPolicy(),
-    private val space: String? = null,
-    /** Called on 410 CURSOR_EXPIRED before the stream is read again from its start: drop the app's copy of it. */
-    private val startOver: suspend () -> Unit = {},
     /**
      * Called with each pulled page, in the stream's order, before its
      * cursor is kept: where the app applies what must survive a crash (its
@@ -102,18 +102,51 @@ public class SyncClient(
      * than skips it, so apply events idempotently by id.
      */
     private val onEvents: suspend (List<SyncEvent>) -> Unit = {},
-    /** The live channel (one shared by the user's streams) to hear pokes on once started; null: poll only. */
-    private val channel: LiveChannel? = null,
-    /** How often to pull, once started, while the channel is not live. */
-    private val pollIntervalMs: Long = 10_000,
-    /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
-    private val liveCheckMs: Long = 300_000,
+    /** Called on 410 CURSOR_EXPIRED before the stream is read again from its start: drop the app's copy of it. */
+    private val startOver: suspend () -> Unit = {},
+    /** A space's id: this client is of that space's stream (see [follow]); null for the user's own. */
+    private val space: String? = null,
 ) : AutoCloseable {
-    init {
-        require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
-    }
+    /**
+     * The constructor of eleven parameters, before [SyncClientConfig]: the
+     * same client, its settings put in a config.
+     */
+    @Deprecated(
+        "Put baseUrl, token and the settings in a SyncClientConfig",
+        ReplaceWith(
+            "SyncClient(storage, SyncClientConfig(baseUrl, token, http = http, retry = retry, channel = channel, " +
+                "pollIntervalMs = pollIntervalMs, liveCheckMs = liveCheckMs), scope, onEvents, startOver, space)",
+        ),
+    )
+    public constructor(
+        storage: QueueStorage,
+        baseUrl: String,
+        token: suspend () -> String,
+        scope: CoroutineScope,
+        http: OkHttpClient = OkHttpClient(),
+        retry: RetryPolicy = RetryPolicy(),
+        space: String? = null,
+        startOver: suspend () -> Unit = {},
+        onEvents: suspend (List<SyncEvent>) -> Unit = {},
+        channel: LiveChannel? = null,
+        pollIntervalMs: Long = 10_000,
+        liveCheckMs: Long = 300_000,
+    ) : this(
+        storage,
+        SyncClientConfig(baseUrl, token, http = http, retry = retry, channel = channel, pollIntervalMs = pollIntervalMs, liveCheckMs = liveCheckMs),
+        scope, onEvents, startOver, space,
+    )
 
-    private val queue = SyncQueue(storage, baseUrl, token, http, retry, space).also { it.onStored = ::answered }
+    private val baseUrl = config.baseUrl
+    private val token = config.token
+    private val http = config.http
+    private val retry = config.retry
+    private val channel = config.channel
+    private val pollIntervalMs = config.pollIntervalMs
+    private val liveCheckMs = config.liveCheckMs
+    private val refreshToken = config.refreshToken
+
+    private val queue = SyncQueue(storage, baseUrl, token, http, retry, space, refreshToken = refreshToken).also { it.onStored = ::answered }
 
     /** When each waiting event's write was answered (ms since the epoch), by event id; changed inside [sync] (and by [signOut]). */
     @Volatile
@@ -122,6 +155,13 @@ public class SyncClient(
 
     /** The clock [SENT_WAIT_MS] is read on; tests move it. */
     internal var clock: () -> Long = System::currentTimeMillis
+
+    /** Counts the changes that may change records (a page merged, a change queued, answered or refused); [Records.all] reads again on each. */
+    private val _recordsChanged = MutableStateFlow(0L)
+    internal val recordsChanged: StateFlow<Long> = _recordsChanged.asStateFlow()
+
+    /** Held while records are merged, or read with this device's changes on top: a reader sees a page's merge whole. */
+    private val recordLock = Any()
 
     private val mutex = Mutex()
     private val wake = Channel<Unit>(Channel.CONFLATED)
@@ -194,19 +234,70 @@ public class SyncClient(
      * meanwhile gets a CancellationException, and the write may be queued
      * all the same ([pending] tells).
      */
-    public suspend fun write(type: String, payload: JsonObject): QueueEntry = queued { queue.write(type, payload) }
+    public suspend fun write(type: String, payload: JsonObject): PendingWrite.Event =
+        queued { queue.write(type, payload) } as PendingWrite.Event
 
     /** Queues the deletion of [eventId] and wakes a sync, as [write] does: stored first, on [Dispatchers.IO]. */
-    public suspend fun delete(eventId: String): QueueEntry = queued { queue.delete(eventId) }
+    public suspend fun delete(eventId: String): PendingWrite.Delete = queued { queue.delete(eventId) } as PendingWrite.Delete
 
-    private suspend fun queued(store: () -> QueueEntry): QueueEntry =
-        withContext(Dispatchers.IO + NonCancellable) { store().also { want(force = true) } }
+    private suspend fun queued(store: () -> QueueEntry): PendingWrite =
+        withContext(Dispatchers.IO + NonCancellable) {
+            store().also {
+                _recordsChanged.update { n -> n + 1 }
+                want(force = true)
+            }.toPendingWrite()
+        }
 
-    /** Writes the server refused, kept for the app (CONFLICT, REJECTED). */
-    public fun kept(): List<QueueEntry> = queue.kept()
+    /**
+     * The records of [collection], merged from the stream's [RECORD_PUT],
+     * [RECORD_PATCH] and [RECORD_DELETE] events with this device's changes
+     * on top: put, patch and delete them, and follow them as a `Flow`. See
+     * [Records].
+     */
+    public fun records(collection: String): Records = Records(this, collection)
 
-    /** Writes still waiting to be answered. */
-    public fun pending(): List<QueueEntry> = storage.list().filter { it.status == EntryStatus.PENDING }
+    /** The live records of [collection] now: the merged ones, then this device's changes answered but unlisted, then those queued. */
+    internal fun recordsNow(collection: String): List<Record> = synchronized(recordLock) {
+        val m = decodeMerged(storage.getValue(recordsValue(collection)))
+        val mine = HashSet<String>()
+        val overlay = decodeSent(storage.getValue(RECORDS_SENT)).values +
+            pendingEntries().filter { it.action == EntryAction.WRITE }.map { it.event }
+        for (event in overlay) {
+            val c = RecordChange.ofEvent(event) ?: continue
+            if (c.collection == collection && m.merge(c)) mine += c.id
+        }
+        m.mapNotNull { (id, fields) -> fields?.let { Record(id, it, id in mine) } }
+    }
+
+    /** Merges a pulled page's record events into the kept records, before its cursor is kept; a page merged again changes nothing more. */
+    private fun mergeRecords(page: List<SyncEvent>) {
+        val changes = page.mapNotNull { e -> (e as? SyncEvent.Event)?.let { RecordChange.of(it.type, it.payload) } }
+        if (changes.isEmpty()) return
+        synchronized(recordLock) {
+            val names = decodeNames(storage.getValue(RECORD_COLLECTIONS))
+            for ((collection, cs) in changes.groupBy { it.collection }) {
+                val m = decodeMerged(storage.getValue(recordsValue(collection)))
+                cs.forEach { m.merge(it) }
+                storage.setValue(recordsValue(collection), encodeMerged(m))
+            }
+            val all = names + changes.map { it.collection }.distinct().filter { it !in names }
+            if (all != names) storage.setValue(RECORD_COLLECTIONS, encodeNames(all))
+        }
+    }
+
+    /** On a start-over: the merged records go, to be merged again from the stream's start. */
+    private fun dropRecords() = synchronized(recordLock) {
+        for (name in decodeNames(storage.getValue(RECORD_COLLECTIONS))) storage.setValue(recordsValue(name), null)
+        storage.setValue(RECORD_COLLECTIONS, null)
+    }
+
+    /** Writes the server refused, kept for the app ([EntryStatus.CONFLICT], [EntryStatus.REJECTED] with the server's answer), oldest first. */
+    public fun kept(): List<PendingWrite> = queue.kept().map { it.toPendingWrite() }
+
+    /** Writes and deletions still waiting to be answered, oldest first, typed: what [write] and [delete] returned. */
+    public fun pending(): List<PendingWrite> = pendingEntries().map { it.toPendingWrite() }
+
+    private fun pendingEntries(): List<QueueEntry> = storage.list().filter { it.status == EntryStatus.PENDING }
 
     /**
      * Sends every queued write, then pulls from the kept cursor to the
@@ -228,16 +319,25 @@ public class SyncClient(
             return report
         }
         try {
-            pull(http, baseUrl, space, storage, token, retry, startOver) { page ->
+            val over: suspend () -> Unit = {
+                dropRecords()
+                startOver()
+            }
+            pull(http, baseUrl, space, storage, token, retry, over, refreshToken) { page ->
                 onEvents(page)
+                // Before the page's cursor is kept: a crash re-delivers the page, never loses a listing or a record.
+                synchronized(recordLock) {
+                    mergeRecords(page)
+                    keepSent(sent - page.map { it.id }.toSet())
+                }
+                _recordsChanged.update { it + 1 }
                 page.forEach { _events.emit(it) }
-                // Before the page's cursor is kept: a crash re-delivers the page, never loses a listing.
-                keepSent(sent - page.map { it.id }.toSet())
             }
             reached = storage.getValue(CURSOR)
             val now = clock()
             keepSent(sent.filterValues { now - it < SENT_WAIT_MS })
-            _status.value = if (pending().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
+            _recordsChanged.update { it + 1 }
+            _status.value = if (pendingEntries().isEmpty() && sent.isEmpty()) SyncStatus.Synced else SyncStatus.Syncing
         } catch (e: TokenRefused) {
             // Another user's token (or none readable): nothing was sent, stored or moved.
             _status.value = SyncStatus.Stopped(e.reason, e.message)
@@ -262,13 +362,23 @@ public class SyncClient(
     /** The queue's [SyncQueue.onStored]: the entries wait for a pull to list their events. */
     private fun answered(entries: List<QueueEntry>) {
         val at = clock()
-        keepSent(sent + entries.associate { it.eventId to at })
+        synchronized(recordLock) {
+            // A record change answered stays on top of the records until a pull lists it.
+            val changes = entries.filter { it.action == EntryAction.WRITE && RecordChange.ofEvent(it.event) != null }
+            if (changes.isNotEmpty() && loop.isActive) {
+                val kept = decodeSent(storage.getValue(RECORDS_SENT)) + changes.associate { it.eventId to it.event }
+                storage.setValue(RECORDS_SENT, encodeSent(kept))
+            }
+            keepSent(sent + entries.associate { it.eventId to at })
+        }
     }
 
     /** Makes [next] the waiting writes, beside the queue first; not once closed, so signOut's clear() stays clear. */
     private fun keepSent(next: Map<String, Long>) {
         if (next == sent || !loop.isActive) return
         storage.setValue(SENT, next.takeIf { it.isNotEmpty() }?.let { m -> JsonObject(m.mapValues { JsonPrimitive(it.value) }).toString() })
+        val changes = decodeSent(storage.getValue(RECORDS_SENT))
+        if (changes.keys.any { it !in next }) storage.setValue(RECORDS_SENT, encodeSent(changes.filterKeys { it in next }))
         sent = next
         _waiting.value = next.keys
     }
@@ -378,7 +488,7 @@ public class SyncClient(
     }
 
     /** The space operations of this client's user (create, list, add and remove members, leave), their keys kept in its storage. */
-    public val spaces: Spaces by lazy { Spaces(storage, baseUrl, token, http, retry) }
+    public val spaces: Spaces by lazy { Spaces(storage, baseUrl, token, http, retry, refreshToken) }
 
     /**
      * Follows [space]: a client of that space's stream over [storage] (of
@@ -396,7 +506,7 @@ public class SyncClient(
     ): SyncClient {
         require(this.space == null) { "follow a space from the client of the user's own stream" }
         require(storage.user == this.storage.user) { "the space's storage must be this user's" }
-        val c = SyncClient(storage, baseUrl, token, scope, http, retry, space, startOver, onEvents, channel, pollIntervalMs, liveCheckMs)
+        val c = SyncClient(storage, config, scope, onEvents, startOver, space)
         if (ticker != null) c.start()
         return c
     }
@@ -411,6 +521,7 @@ public class SyncClient(
         storage.clear()
         sent = emptyMap()
         _waiting.value = emptySet()
+        _recordsChanged.update { it + 1 }
     }
 
     /**
@@ -427,5 +538,39 @@ public class SyncClient(
         stop()
         wake.close()
         loop.cancel()
+    }
+}
+
+/**
+ * What a [SyncClient] needs besides its stream's storage and scope: where
+ * the API is, the user's tokens, and the settings, each with a default.
+ * One config serves the user's own client and every space it follows
+ * ([SyncClient.follow] passes it on); `copy()` makes a variant.
+ */
+public data class SyncClientConfig(
+    /** Where the API is, e.g. `https://api.example.com`. */
+    val baseUrl: String,
+    /** The bearer token (a JWT) for the next request, asked afresh for each; its `sub` must be the storage's user. */
+    val token: suspend () -> String,
+    /**
+     * Asked for a new token when the server answers 401, once a request
+     * (a pull, a write, a space operation): the request is sent again with
+     * it, under the same Idempotency-Key. Null, or a second 401, stops the
+     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh].
+     */
+    val refreshToken: TokenRefresh? = null,
+    /** The HTTP client of every request; the app closes it, not the [SyncClient]. */
+    val http: OkHttpClient = OkHttpClient(),
+    /** How a request with no answer, a 429 or a 5xx is tried again, and when given up (20 s by default). */
+    val retry: RetryPolicy = RetryPolicy(),
+    /** The live channel (one shared by the user's streams) to hear pokes on once started; null: poll only. */
+    val channel: LiveChannel? = null,
+    /** How often to pull, once started, while the channel is not live. */
+    val pollIntervalMs: Long = 10_000,
+    /** How often to pull while live all the same: a poke lost costs at most this much latency, never an event. */
+    val liveCheckMs: Long = 300_000,
+) {
+    init {
+        require(pollIntervalMs > 0 && liveCheckMs > 0) { "intervals must be positive" }
     }
 }

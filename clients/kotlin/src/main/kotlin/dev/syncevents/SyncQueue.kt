@@ -95,6 +95,8 @@ public class SyncQueue(
     private val space: String? = null,
     /** At most this many events a batch (1 sends each alone, under its own key). */
     maxBatchEvents: Int = if (space == null) MAX_BATCH_EVENTS else MAX_SPACE_BATCH_EVENTS,
+    /** Asked for a new token when the server answers 401, once a request; null: a 401 stops the drain ([TokenRefresh]). */
+    private val refreshToken: TokenRefresh? = null,
 ) {
     private val base: HttpUrl = baseUrl.toHttpUrl()
     private val maxEvents = minOf(maxBatchEvents, if (space == null) MAX_BATCH_EVENTS else MAX_SPACE_BATCH_EVENTS)
@@ -106,7 +108,7 @@ public class SyncQueue(
 
     /**
      * Called, inside a drain, with the entries the server stored (a 201, a
-     * DELETE's 200, 409 EVENT_ALREADY_EXISTS) as they leave the queue: what
+     * DELETE's 200, 409 EVENT_ALREADY_EXISTS) just before they leave the queue: what
      * a pull is yet to list. A DELETE answered 409 EVENT_ALREADY_DELETED is
      * not among them: another request deleted the event.
      */
@@ -223,8 +225,8 @@ public class SyncQueue(
             val named = namedEntries(group, a) ?: return settle(group, a)
             val rest = group.filter { it !in named }.map { it.copy(batch = null) }
             if (a.code == "EVENT_ALREADY_EXISTS") {
-                storage.removeAll(named.map { it.key })
                 onStored(named)
+                storage.removeAll(named.map { it.key })
                 r = r.copy(replayed = r.replayed + named.size)
             } else {
                 storage.updateAll(
@@ -244,12 +246,13 @@ public class SyncQueue(
             val n = group.size
             when {
                 a.status == 201 -> {
-                    storage.removeAll(group.map { it.key })
+                    // onStored first: what it keeps (a record change on top) is never missing in between.
                     onStored(group)
+                    storage.removeAll(group.map { it.key })
                     r = if (a.replayed) r.copy(replayed = r.replayed + n) else r.copy(sent = r.sent + n)
                 }
                 a.status !in 400..499 -> return StopReason.UNEXPECTED_ANSWER to "status ${a.status}: not the contract's answer"
-                // Refused for the token: nothing stored; the entries wait with their keys.
+                // Refused for the token (the refresh hook's too, or it gave none): nothing stored; the entries wait with their keys.
                 a.status == 401 -> return StopReason.UNAUTHORIZED to "status 401"
                 // Nothing stored, and no retry changes it: kept for the app, and the drain stops.
                 a.status == 403 && (a.code == "SPACE_NOT_MEMBER" || a.code == "SPACE_ROLE_FORBIDS") -> {
@@ -262,8 +265,8 @@ public class SyncQueue(
                     return StopReason.FORBIDDEN to a.code
                 }
                 a.status == 409 && a.code == "EVENT_ALREADY_EXISTS" -> {
-                    storage.removeAll(group.map { it.key })
                     onStored(group)
+                    storage.removeAll(group.map { it.key })
                     r = r.copy(replayed = r.replayed + n)
                 }
                 a.status == 409 && a.code == "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_PAYLOAD" -> {
@@ -294,6 +297,7 @@ public class SyncQueue(
             },
             attempted = { r = r.copy(requests = r.requests + 1) },
             retrying = { r = r.copy(retries = r.retries + 1) },
+            refresh = refreshToken,
         )
     }
 

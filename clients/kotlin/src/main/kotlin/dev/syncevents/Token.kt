@@ -50,3 +50,27 @@ internal suspend fun tokenFor(user: String, token: suspend () -> String): String
     refusal(t, user)?.let { throw it }
     return t
 }
+
+/**
+ * The app's token refresh, asked when the server answers 401, in the
+ * manner of OkHttp's `Authenticator`: given the token the server refused,
+ * it returns a new one (a refresh-token exchange, say), or null to give up
+ * (the user must sign in again). The client asks it once per request: the
+ * request is sent again at once with the new token, under the same
+ * Idempotency-Key; a second 401, or null, stops the client with
+ * [StopReason.UNAUTHORIZED]. The new token must be the storage's user's
+ * like any other: another user's stops the client with
+ * [StopReason.WRONG_USER] before it is sent. Keep the new token where the
+ * client's `token` reads it: the client uses it for that one request
+ * only, and asks `token` afresh for the next. Called on the client's
+ * coroutines (an IO thread); concurrent requests refused at once may each
+ * call it.
+ */
+public typealias TokenRefresh = suspend (rejected: String) -> String?
+
+/** The token [refresh] gives for [rejected] if it is [user]'s; null if it gave none; [TokenRefused] if it is not the user's. */
+internal suspend fun refreshed(user: String, rejected: String, refresh: TokenRefresh): String? {
+    val t = refresh(rejected) ?: return null
+    refusal(t, user)?.let { throw it }
+    return t
+}

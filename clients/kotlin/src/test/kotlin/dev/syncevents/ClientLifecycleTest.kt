@@ -51,7 +51,9 @@ class ClientLifecycleTest {
     }
 
     private fun client(storage: QueueStorage) = SyncClient(
-        storage, server.url("/").toString(), { LocalServer.token("alice") }, scope, retry = RetryPolicy(1, 5, maxElapsedMs = 200),
+        storage,
+        SyncClientConfig(server.url("/").toString(), { LocalServer.token("alice") }, retry = RetryPolicy(1, 5, maxElapsedMs = 200)),
+        scope,
     )
 
     @Test
@@ -62,7 +64,7 @@ class ClientLifecycleTest {
         try {
             withContext(main) {
                 val e = c.write("note.created", JsonObject(emptyMap()))
-                c.delete(e.eventId)
+                c.delete(e.id)
             }
             assertEquals(2, storage.addedOn.size)
             storage.addedOn.forEach { assertNotEquals("main", it.name) }

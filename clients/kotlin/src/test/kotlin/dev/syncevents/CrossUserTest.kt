@@ -104,7 +104,9 @@ class CrossUserTest {
         delivered: MutableList<SyncEvent> = ArrayList(),
         channel: LiveChannel? = null,
     ) = SyncClient(
-        storage, url, { token }, scope, retry = RetryPolicy(1, 10), channel = channel, pollIntervalMs = 50, liveCheckMs = 50,
+        storage,
+        SyncClientConfig(url, { token }, retry = RetryPolicy(1, 10), channel = channel, pollIntervalMs = 50, liveCheckMs = 50),
+        scope,
         onEvents = { delivered += it },
     )
 

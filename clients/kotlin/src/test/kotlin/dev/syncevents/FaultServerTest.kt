@@ -85,8 +85,10 @@ class FaultServerTest {
         try {
             val got = java.util.Collections.synchronizedList(ArrayList<SyncEvent>())
             val reader = SyncClient(
-                SqliteQueueStorage(dir.resolve("r.db").toString(), user), proxy.url, { token }, scope,
-                retry = retry, onEvents = { got += it },
+                SqliteQueueStorage(dir.resolve("r.db").toString(), user),
+                SyncClientConfig(proxy.url, { token }, retry = retry),
+                scope,
+                onEvents = { got += it },
             )
             reader.sync()
             assertEquals(SyncStatus.Synced, reader.status.value)

@@ -47,7 +47,7 @@ class LateCollectorTest {
     fun `a collector started after sync gets the events that sync pulled, in order, and then the next ones`() = runBlocking {
         server.enqueue(page(listOf("e1", "e2", "e3"), "p0000000000000003"))
         server.enqueue(page(listOf("e4"), "p0000000000000004"))
-        val c = SyncClient(SqliteQueueStorage(dir.resolve("l.db").toString(), "alice"), server.url("/").toString(), { LocalServer.token("alice") }, scope)
+        val c = SyncClient(SqliteQueueStorage(dir.resolve("l.db").toString(), "alice"), SyncClientConfig(server.url("/").toString(), { LocalServer.token("alice") }), scope)
         c.sync()
         assertEquals(SyncStatus.Synced, withTimeout(1_000) { c.status.first() }, "a late collector of status gets where it stands")
 

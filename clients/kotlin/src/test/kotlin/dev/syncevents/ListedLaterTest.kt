@@ -114,7 +114,7 @@ class ListedLaterTest {
     private fun storage(name: String, stream: String = "") = SqliteQueueStorage(dir.resolve("$name.db").toString(), "alice", stream)
 
     private fun client(server: AcceptingServer, storage: QueueStorage, got: MutableList<SyncEvent> = ArrayList(), startOver: suspend () -> Unit = {}) =
-        SyncClient(storage, server.url, { LocalServer.token("alice") }, scope, startOver = startOver, onEvents = { got += it })
+        SyncClient(storage, SyncClientConfig(server.url, { LocalServer.token("alice") }), scope, onEvents = { got += it }, startOver = startOver)
 
     /**
      * Writes on [c] and waits for the write's own sync to pull after the
@@ -122,7 +122,7 @@ class ListedLaterTest {
      * one sync at a time) pulls once more. Nothing else syncs [c] after.
      */
     private suspend fun writeAnsweredUnlisted(c: SyncClient, server: AcceptingServer): String {
-        val id = c.write("note.created", buildJsonObject { put("text", "oat milk") }).eventId
+        val id = c.write("note.created", buildJsonObject { put("text", "oat milk") }).id
         withTimeout(5_000) { while (server.pullsSinceWrite.get() == 0) delay(5) }
         c.sync()
         assertEquals(SyncStatus.Syncing, c.status.value, "answered, not listed: not synced")

@@ -49,9 +49,9 @@ class LiveBench {
                 chain.proceed(chain.request())
             }.build()
             val reader = SyncClient(
-                SqliteQueueStorage(dir.resolve("r.db").toString(), user), server.url, { token }, scope, http = counting,
-                channel = LiveChannel(server.realtimeUrl, server.httpHost, { token }, scope),
-                pollIntervalMs = 3_600_000, liveCheckMs = 3_600_000,
+                SqliteQueueStorage(dir.resolve("r.db").toString(), user),
+                SyncClientConfig(server.url, { token }, http = counting, channel = LiveChannel(server.realtimeUrl, server.httpHost, { token }, scope), pollIntervalMs = 3_600_000, liveCheckMs = 3_600_000),
+                scope,
             )
             val arrivals = Channel<Pair<String, Long>>(Channel.UNLIMITED)
             scope.launch(start = CoroutineStart.UNDISPATCHED) { reader.events.collect { arrivals.send(it.id to System.nanoTime()) } }

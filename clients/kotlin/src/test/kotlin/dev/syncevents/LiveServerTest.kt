@@ -33,10 +33,14 @@ class LiveServerTest {
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
             fun device(name: String) = SyncClient(
-                SqliteQueueStorage(dir.resolve("$name.db").toString(), user), server.url, { token }, scope,
-                channel = LiveChannel(server.realtimeUrl, server.httpHost, { token }, scope),
-                // No poll, no live check within the test: only a poke can bring the writes.
-                pollIntervalMs = 600_000, liveCheckMs = 600_000,
+                SqliteQueueStorage(dir.resolve("$name.db").toString(), user),
+                SyncClientConfig(
+                    server.url, { token },
+                    channel = LiveChannel(server.realtimeUrl, server.httpHost, { token }, scope),
+                    // No poll, no live check within the test: only a poke can bring the writes.
+                    pollIntervalMs = 600_000, liveCheckMs = 600_000,
+                ),
+                scope,
             )
             val writer = device("a")
             val reader = device("b")
@@ -47,7 +51,7 @@ class LiveServerTest {
             // The pull on going live is done: what comes next, a poke brought.
             withTimeout(10_000) { reader.status.first { it == SyncStatus.Synced } }
             for (i in 0 until 3) {
-                val id = writer.write("note.created", JsonObject(mapOf("n" to JsonPrimitive(i)))).eventId
+                val id = writer.write("note.created", JsonObject(mapOf("n" to JsonPrimitive(i)))).id
                 val arrived = withTimeout(10_000) { got.receive() }
                 assertEquals(id, arrived.id, "write $i arrived, alone and in order")
             }

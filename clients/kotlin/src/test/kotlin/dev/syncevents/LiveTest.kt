@@ -146,7 +146,7 @@ class LiveTest {
             reconnect = reconnect,
         )
         val storage = SqliteQueueStorage(dir.resolve("l.db").toString(), "alice")
-        return SyncClient(storage, url, { token }, scope, retry = RetryPolicy(1, 10), channel = channel, pollIntervalMs = pollMs)
+        return SyncClient(storage, SyncClientConfig(url, { token }, retry = RetryPolicy(1, 10), channel = channel, pollIntervalMs = pollMs), scope)
     }
 
     private suspend fun SyncClient.await(state: LiveState) = withTimeout(10_000) { live.first { it == state } }

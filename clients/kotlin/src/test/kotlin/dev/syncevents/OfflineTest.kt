@@ -34,7 +34,7 @@ class OfflineTest {
 
     @Test
     fun `a fresh client is Idle, and with the default RetryPolicy and no server sync() ends Failed`() = runBlocking {
-        val c = SyncClient(storage(), closed, { LocalServer.token("carol") }, scope)
+        val c = SyncClient(storage(), SyncClientConfig(closed, { LocalServer.token("carol") }), scope)
         assertEquals(SyncStatus.Idle, c.status.value, "nothing done yet")
         val t0 = System.nanoTime()
         withTimeout(40_000) { c.sync() }
@@ -48,7 +48,7 @@ class OfflineTest {
     @Test
     fun `a write queued with no server, the drain gives up within the budget, the write kept under its key`() = runBlocking {
         val s = storage()
-        val c = SyncClient(s, closed, { LocalServer.token("carol") }, scope, retry = RetryPolicy(maxElapsedMs = 1_000))
+        val c = SyncClient(s, SyncClientConfig(closed, { LocalServer.token("carol") }, retry = RetryPolicy(maxElapsedMs = 1_000)), scope)
         val e = c.write("note.created", JsonObject(emptyMap()))
         val report = withTimeout(10_000) { c.sync() }
         assertEquals(StopReason.RETRIES_EXHAUSTED, report.stopped)

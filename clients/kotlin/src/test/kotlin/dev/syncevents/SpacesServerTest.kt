@@ -53,9 +53,9 @@ class SpacesServerTest {
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
             fun device(u: User, name: String) = SyncClient(
-                SqliteQueueStorage(dir.resolve("$name.db").toString(), u.sub), server.url, { u.token }, scope,
-                channel = LiveChannel(server.realtimeUrl, server.httpHost, { u.token }, scope),
-                pollIntervalMs = 600_000, liveCheckMs = 600_000,
+                SqliteQueueStorage(dir.resolve("$name.db").toString(), u.sub),
+                SyncClientConfig(server.url, { u.token }, channel = LiveChannel(server.realtimeUrl, server.httpHost, { u.token }, scope), pollIntervalMs = 600_000, liveCheckMs = 600_000),
+                scope,
             )
             val aliceMine = device(alice, "alice")
             val space = aliceMine.spaces.create("Groceries")
@@ -77,7 +77,7 @@ class SpacesServerTest {
 
             // Alice writes to the space: it reaches Bob's device by a poke, no sync called there.
             val aliceSpace = aliceMine.follow(space.id, SqliteQueueStorage(dir.resolve("alice.db").toString(), alice.sub, stream = space.id))
-            val shared = aliceSpace.write("note.created", note("oat milk")).eventId
+            val shared = aliceSpace.write("note.created", note("oat milk")).id
             repeat(before) { got.receive() }
             val arrived = withTimeout(10_000) { got.receive() } as SyncEvent.Event
             assertEquals(shared to alice.sub, arrived.id to arrived.author)
@@ -87,7 +87,7 @@ class SpacesServerTest {
             val stopped = withTimeout(10_000) { bobSpace.status.first { it is SyncStatus.Stopped } } as SyncStatus.Stopped
             assertEquals(StopReason.FORBIDDEN, stopped.reason)
             assertTrue(stopped.error!!.contains("SPACE_NOT_MEMBER"), stopped.error)
-            val after = aliceSpace.write("note.created", note("after bob left")).eventId
+            val after = aliceSpace.write("note.created", note("after bob left")).id
             withTimeout(10_000) { aliceSpace.status.first { it == SyncStatus.Synced } }
 
             // Bob's next write is refused: kept for the app, with the server's answer, and the status names it.

@@ -34,8 +34,8 @@ class SyncClientTest {
         val user = "kt-" + UUID.randomUUID()
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
-            val a = SyncClient(SqliteQueueStorage(dir.resolve("a.db").toString(), user), url, { LocalServer.token(user) }, scope)
-            val ids = (0 until 5).map { a.write("note.created", payload(it)).eventId }
+            val a = SyncClient(SqliteQueueStorage(dir.resolve("a.db").toString(), user), SyncClientConfig(url, { LocalServer.token(user) }), scope)
+            val ids = (0 until 5).map { a.write("note.created", payload(it)).id }
             a.sync()
             a.delete(ids[1])
             a.sync()
@@ -47,7 +47,9 @@ class SyncClientTest {
             // page is in got (a collector of events, buffered, may still be catching up).
             val got = java.util.Collections.synchronizedList(ArrayList<SyncEvent>())
             val b = SyncClient(
-                SqliteQueueStorage(dir.resolve("b.db").toString(), user), url, { LocalServer.token(user) }, scope,
+                SqliteQueueStorage(dir.resolve("b.db").toString(), user),
+                SyncClientConfig(url, { LocalServer.token(user) }),
+                scope,
                 onEvents = { got += it },
             )
             b.sync()
@@ -100,7 +102,9 @@ class SyncClientTest {
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         try {
             val c = SyncClient(
-                s, server.url("/").toString(), { LocalServer.token("alice") }, scope,
+                s,
+                SyncClientConfig(server.url("/").toString(), { LocalServer.token("alice") }),
+                scope,
                 onEvents = { events ->
                     if (fail) {
                         fail = false
