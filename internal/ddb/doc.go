@@ -1,8 +1,9 @@
 // Package ddb is the service's DynamoDB plumbing: the client, built once
 // per execution environment, the counting of each request's calls for its
 // metrics line, and the names of the service's two tables. It knows no
-// table's content: each table's definition is its owner's (the ledger's in
-// package dynamodbstore, the events' in package eventlog), and the tables
-// themselves have one door each, dynamodbstore.Store for the ledger and
-// eventlog.Log for the events.
+// table's content: the ledger's definition and every read and write of it
+// are package dynamodbstore's (dynamodbstore.Store); the events table's
+// definition and the encoding of its items are package eventtable's,
+// through which the packages that write it (eventlog, spaces, deletion,
+// sequencer, retention) all go.
 package ddb

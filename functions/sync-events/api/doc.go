@@ -4,5 +4,7 @@
 // every outcome, error included, to a status code and a JSON body.
 //
 // It owns the wire contract; the exactly-once rules live in package
-// idempotency and the storage in package ddb.
+// idempotency, the ledger's storage in package dynamodbstore, and the
+// events table's in package eventtable (its items) and the packages that
+// write it (eventlog, spaces, deletion, sequencer, retention).
 package api
