@@ -44,7 +44,11 @@ it("the notes example's records: a tick, a rename and a delete shown at once off
     await addNote(page, text);
     await page.waitForSelector(`#notes li:has-text("${text}")`);
   }
-  await page.waitForSelector("#sync:has-text('synced')");
+  await page.waitForSelector("#sync:has-text('synced')").catch(async (err: Error) => {
+    // What the page said instead, so that a failure here explains itself.
+    const said = await Promise.all(["#sync", "#network", "#waiting", "#live"].map((s) => page.locator(s).textContent()));
+    throw new Error(`${err.message}\nthe page said: sync ${said[0]}, network ${said[1]}, ${said[2]}, live ${said[3]}`);
+  });
   await page.waitForSelector("#notes li:nth-child(2):not(.pending)");
   const [bread, milk] = await page.locator("#notes li").evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.id ?? ""));
   assert.deepEqual(await notes(page), [
