@@ -21,7 +21,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/local/devserver"
 )
 
 type options struct {

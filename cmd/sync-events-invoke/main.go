@@ -21,8 +21,8 @@ import (
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/ddb/embedded"
-	"github.com/sync-events/sync-events/internal/rie"
+	"github.com/sync-events/sync-events/internal/local/embedded"
+	"github.com/sync-events/sync-events/internal/local/rie"
 )
 
 func main() {

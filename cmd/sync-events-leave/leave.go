@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/local/devserver"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 

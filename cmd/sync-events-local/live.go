@@ -17,14 +17,14 @@ import (
 
 	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/headstream"
-	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/local/devserver"
+	"github.com/sync-events/sync-events/internal/local/localevents"
+	"github.com/sync-events/sync-events/internal/local/streamfeed"
 	"github.com/sync-events/sync-events/internal/poke"
 	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/spaces"
-	"github.com/sync-events/sync-events/internal/streamfeed"
 )
 
 // live is make run's live sync, built as in AWS from the events table's

@@ -17,8 +17,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
-	"github.com/sync-events/sync-events/internal/devserver"
-	"github.com/sync-events/sync-events/internal/localevents/localeventstest"
+	"github.com/sync-events/sync-events/internal/local/devserver"
+	"github.com/sync-events/sync-events/internal/local/localevents/localeventstest"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 

@@ -32,10 +32,10 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/ddb/embedded"
-	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/local/devserver"
+	"github.com/sync-events/sync-events/internal/local/embedded"
+	"github.com/sync-events/sync-events/internal/local/localevents"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/sequencer"
 )

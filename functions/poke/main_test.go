@@ -13,10 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/local/embedded"
+	"github.com/sync-events/sync-events/internal/local/streamfeed"
 	"github.com/sync-events/sync-events/internal/poke"
-	"github.com/sync-events/sync-events/internal/streamfeed"
 )
 
 // channelPublisher keeps each channel's highest cursor, and fails while

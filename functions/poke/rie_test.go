@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sync-events/sync-events/internal/devserver"
-	"github.com/sync-events/sync-events/internal/localevents"
-	"github.com/sync-events/sync-events/internal/localevents/localeventstest"
+	"github.com/sync-events/sync-events/internal/local/devserver"
+	"github.com/sync-events/sync-events/internal/local/localevents"
+	"github.com/sync-events/sync-events/internal/local/localevents/localeventstest"
+	"github.com/sync-events/sync-events/internal/local/rie"
 	"github.com/sync-events/sync-events/internal/poke"
-	"github.com/sync-events/sync-events/internal/rie"
 )
 
 // TestStreamEventUnderTheRuntimeEmulator runs the real bootstrap under

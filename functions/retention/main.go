@@ -25,9 +25,6 @@ import (
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
-// EnvDays is how many days an event stays.
-const EnvDays = "EVENT_RETENTION_DAYS"
-
 // maxRemovedPerStream bounds one stream's deletes in one batch (40
 // BatchWriteItems); a stream further behind is trimmed on by its next
 // batches.
@@ -55,11 +52,11 @@ func policyFrom(getenv func(string) string) (retention.Policy, error) {
 	if getenv(config.EnvEventsTable) == "" {
 		return retention.Policy{}, fmt.Errorf("%s is not set", config.EnvEventsTable)
 	}
-	days, ok := config.WholeNumber(getenv(EnvDays), 1, 36500)
-	if !ok {
-		return retention.Policy{}, fmt.Errorf("%s must be a whole number of days from 1 to 36500", EnvDays)
+	keep, err := config.EventRetention(getenv)
+	if err != nil {
+		return retention.Policy{}, err
 	}
-	return retention.Policy{Keep: time.Duration(days) * 24 * time.Hour, Limit: maxRemovedPerStream}, nil
+	return retention.Policy{Keep: keep, Limit: maxRemovedPerStream}, nil
 }
 
 // handler is the function: one batch in, its streams trimmed, one log line.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/retention"
 )
@@ -36,7 +37,7 @@ func TestPolicyFrom(t *testing.T) {
 		{"", "30", 0, false},
 	}
 	for _, tt := range tests {
-		env := map[string]string{"EVENTS_TABLE": tt.table, EnvDays: tt.days}
+		env := map[string]string{"EVENTS_TABLE": tt.table, config.EnvEventRetentionDays: tt.days}
 		p, err := policyFrom(func(k string) string { return env[k] })
 		if (err == nil) != tt.ok || p.Keep != tt.want || (tt.ok && p.Limit != maxRemovedPerStream) {
 			t.Errorf("table %q, days %q: %+v, %v; want keep %v, ok %v", tt.table, tt.days, p, err, tt.want, tt.ok)
@@ -74,8 +75,8 @@ func TestTemplateRetentionDaysIsWhatTheFunctionTakes(t *testing.T) {
 	if err := fn.Properties.Decode(&props); err != nil {
 		t.Fatal(err)
 	}
-	if v := props.Environment.Variables[EnvDays]; fn.Condition != "RetainEvents" || v.Tag != "!Ref" || v.Value != "EventRetentionDays" || param.Default != "0" {
-		t.Fatalf("RetentionFunction: condition %q, %s %s %s; default %q", fn.Condition, EnvDays, v.Tag, v.Value, param.Default)
+	if v := props.Environment.Variables[config.EnvEventRetentionDays]; fn.Condition != "RetainEvents" || v.Tag != "!Ref" || v.Value != "EventRetentionDays" || param.Default != "0" {
+		t.Fatalf("RetentionFunction: condition %q, %s %s %s; default %q", fn.Condition, config.EnvEventRetentionDays, v.Tag, v.Value, param.Default)
 	}
 	pattern := regexp.MustCompile(param.AllowedPattern)
 	values := []string{"00", "01", "-1", "+1", "1.5", "1e3", " 1", "1 ", "x", "", "36501", "99999", "100000"}
@@ -83,7 +84,7 @@ func TestTemplateRetentionDaysIsWhatTheFunctionTakes(t *testing.T) {
 		values = append(values, strconv.Itoa(n))
 	}
 	for _, value := range values {
-		env := map[string]string{"EVENTS_TABLE": "events", EnvDays: value}
+		env := map[string]string{"EVENTS_TABLE": "events", config.EnvEventRetentionDays: value}
 		_, err := policyFrom(func(k string) string { return env[k] })
 		if admitted, takes := pattern.MatchString(value), err == nil || value == "0"; admitted != takes {
 			t.Errorf("%q: the template admits it: %v; the function takes it (or 0, no function): %v (%v)", value, admitted, takes, err)

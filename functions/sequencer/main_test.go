@@ -22,11 +22,11 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/local/embedded"
+	"github.com/sync-events/sync-events/internal/local/streamfeed"
 	"github.com/sync-events/sync-events/internal/sequencer"
 	"github.com/sync-events/sync-events/internal/spaces"
-	"github.com/sync-events/sync-events/internal/streamfeed"
 )
 
 // The template's mapping hands the function what sequencer.Filter

@@ -39,12 +39,9 @@ func leavesOut(t *testing.T, fn string, deps []string) {
 	t.Helper()
 	forbidden := []string{
 		"github.com/sivchari/kumo",
-		"github.com/sync-events/sync-events/internal/ddb/embedded",
+		"github.com/sync-events/sync-events/internal/local", // every stand-in below it
 		"github.com/sync-events/sync-events/internal/ddb/ddbtest",
 		"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest",
-		"github.com/sync-events/sync-events/internal/devserver",
-		"github.com/sync-events/sync-events/internal/rie",
-		"github.com/sync-events/sync-events/internal/localevents", "github.com/sync-events/sync-events/internal/streamfeed",
 		"github.com/coder/websocket",
 		"github.com/sync-events/sync-events/openapi", "github.com/pb33f",
 		"testing",

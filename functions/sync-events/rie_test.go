@@ -19,7 +19,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/rie"
+	"github.com/sync-events/sync-events/internal/local/rie"
 )
 
 // buildBinaries builds this function's bootstrap (with the Lambda build's

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/sync-events/sync-events/idempotency"
 )
 
 // Config is everything the service reads from its environment.
@@ -21,8 +23,9 @@ type Config struct {
 	// Endpoint overrides the DynamoDB endpoint (DynamoDB Local, moto,
 	// dynoxide, the embedded kumo); empty means the AWS default for the region.
 	Endpoint string
-	// Retention is how long a ledger record answers retries.
-	Retention time.Duration
+	// LedgerRetention is how long a ledger record answers retries (the
+	// events' retention is EventRetention's, the retention function's).
+	LedgerRetention time.Duration
 	// MaxBodyBytes bounds a request body, after base64 decoding.
 	MaxBodyBytes int
 	// LogLevel is the least severe level logged.
@@ -51,13 +54,16 @@ const (
 	EnvEventsTable      = "EVENTS_TABLE"
 	EnvEndpoint         = "DYNAMODB_ENDPOINT"
 	EnvRetention        = "IDEMPOTENCY_RETENTION"
-	EnvMaxBodyBytes     = "MAX_BODY_BYTES"
-	EnvLogLevel         = "LOG_LEVEL"
-	EnvReplayCacheBytes = "REPLAY_CACHE_BYTES"
-	EnvChangesPerSecond = "CHANGES_PER_SECOND"
-	EnvChangesBurst     = "CHANGES_BURST"
-	EnvReadsPerSecond   = "READS_PER_SECOND"
-	EnvReadsBurst       = "READS_BURST"
+	// EnvEventRetentionDays is how many days an event stays (the
+	// retention function's; unset or 0 in the template keeps events).
+	EnvEventRetentionDays = "EVENT_RETENTION_DAYS"
+	EnvMaxBodyBytes       = "MAX_BODY_BYTES"
+	EnvLogLevel           = "LOG_LEVEL"
+	EnvReplayCacheBytes   = "REPLAY_CACHE_BYTES"
+	EnvChangesPerSecond   = "CHANGES_PER_SECOND"
+	EnvChangesBurst       = "CHANGES_BURST"
+	EnvReadsPerSecond     = "READS_PER_SECOND"
+	EnvReadsBurst         = "READS_BURST"
 	// EnvSpaceWrites is "sequenced" (the default) or "head" (every write
 	// at its head: the operator's switch if the sequencer is down).
 	EnvSpaceWrites = "SPACE_WRITES"
@@ -78,7 +84,6 @@ var Variables = []string{
 
 // Defaults for the optional variables.
 const (
-	DefaultRetention    = 7 * 24 * time.Hour
 	DefaultMaxBodyBytes = 256 << 10
 	// DefaultReplayCacheBytes is 16 MiB: tens of thousands of records (a
 	// stored 201 is a few hundred bytes) in a 256 MB function.
@@ -95,9 +100,9 @@ const (
 // Bounds: a retention under an hour would expire records while a client is
 // still retrying; a body over 350 KiB could not fit one 400 KB DynamoDB item.
 const (
-	minRetention    = time.Hour
-	maxRetention    = 365 * 24 * time.Hour
-	MaxMaxBodyBytes = 350 << 10
+	minLedgerRetention = time.Hour
+	maxLedgerRetention = 365 * 24 * time.Hour
+	MaxMaxBodyBytes    = 350 << 10
 	// maxReplayCacheBytes keeps the cache under a quarter of the largest
 	// Lambda memory size (10,240 MB).
 	maxReplayCacheBytes = 2560 << 20
@@ -106,7 +111,7 @@ const (
 // Defaults is the configuration with every default and no table names.
 func Defaults() Config {
 	return Config{
-		Retention: DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo, ReplayCacheBytes: DefaultReplayCacheBytes,
+		LedgerRetention: idempotency.DefaultRetention, MaxBodyBytes: DefaultMaxBodyBytes, LogLevel: slog.LevelInfo, ReplayCacheBytes: DefaultReplayCacheBytes,
 		ChangesPerSecond: DefaultChangesPerSecond, ChangesBurst: DefaultChangesBurst,
 		ReadsPerSecond: DefaultReadsPerSecond, ReadsBurst: DefaultReadsBurst,
 		SequencedSpaceWrites: true,
@@ -157,10 +162,10 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if v := getenv(EnvRetention); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < minRetention || d > maxRetention {
-			fail(EnvRetention, "%q must be a duration from %v to %v, such as 168h", v, minRetention, maxRetention)
+		if err != nil || d < minLedgerRetention || d > maxLedgerRetention {
+			fail(EnvRetention, "%q must be a duration from %v to %v, such as 168h", v, minLedgerRetention, maxLedgerRetention)
 		} else {
-			c.Retention = d
+			c.LedgerRetention = d
 		}
 	}
 	ints := []struct {
@@ -203,4 +208,14 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
 	}
 	return c, nil
+}
+
+// EventRetention is how long an event stays, from EnvEventRetentionDays:
+// a whole number of days from 1 to 36500.
+func EventRetention(getenv func(string) string) (time.Duration, error) {
+	days, ok := WholeNumber(getenv(EnvEventRetentionDays), 1, 36500)
+	if !ok {
+		return 0, fmt.Errorf("%s must be a whole number of days from 1 to 36500", EnvEventRetentionDays)
+	}
+	return time.Duration(days) * 24 * time.Hour, nil
 }

@@ -14,7 +14,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{IdempotencyTable: "ledger", EventsTable: "events", Retention: 7 * 24 * time.Hour, MaxBodyBytes: 256 << 10, LogLevel: slog.LevelInfo, ReplayCacheBytes: 16 << 20,
+	want := Config{IdempotencyTable: "ledger", EventsTable: "events", LedgerRetention: 7 * 24 * time.Hour, MaxBodyBytes: 256 << 10, LogLevel: slog.LevelInfo, ReplayCacheBytes: 16 << 20,
 		ChangesPerSecond: 10, ChangesBurst: 60, ReadsPerSecond: 20, ReadsBurst: 60, SequencedSpaceWrites: true}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
@@ -30,7 +30,7 @@ func TestLoadEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Endpoint != "http://localhost:8000" || c.Retention != 48*time.Hour || c.MaxBodyBytes != 1024 || c.LogLevel != slog.LevelDebug || c.ReplayCacheBytes != 0 ||
+	if c.Endpoint != "http://localhost:8000" || c.LedgerRetention != 48*time.Hour || c.MaxBodyBytes != 1024 || c.LogLevel != slog.LevelDebug || c.ReplayCacheBytes != 0 ||
 		c.ChangesPerSecond != 0 || c.ChangesBurst != 5 || c.ReadsPerSecond != 3 || c.ReadsBurst != 4 || c.SequencedSpaceWrites {
 		t.Fatalf("got %+v", c)
 	}

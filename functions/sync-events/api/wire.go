@@ -91,7 +91,7 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 		events.AcceptWhenContended(out.Accepted) // nil: the stream's consumer sequences
 	}
 	flow := idempotency.NewFlow(events, idempotency.Options{
-		Retention: cfg.Retention,
+		Retention: cfg.LedgerRetention,
 		Cache:     idempotency.NewReplayCache(cfg.ReplayCacheBytes),
 	})
 	opts := envelope

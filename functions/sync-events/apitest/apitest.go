@@ -32,8 +32,8 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/devserver"
 	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/local/devserver"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/sequencer"
 )

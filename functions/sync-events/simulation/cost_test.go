@@ -17,8 +17,8 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/ddb/embedded"
 	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )

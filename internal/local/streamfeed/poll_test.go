@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	st "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/sync-events/sync-events/internal/streamfeed"
+	"github.com/sync-events/sync-events/internal/local/streamfeed"
 )
 
 // fakeStream is a stream of shards as the Streams API shows them: records

@@ -13,9 +13,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sync-events/sync-events/internal/devserver"
-	"github.com/sync-events/sync-events/internal/localevents"
-	"github.com/sync-events/sync-events/internal/localevents/localeventstest"
+	"github.com/sync-events/sync-events/internal/local/devserver"
+	"github.com/sync-events/sync-events/internal/local/localevents"
+	"github.com/sync-events/sync-events/internal/local/localevents/localeventstest"
 	"github.com/sync-events/sync-events/internal/poke"
 )
 
@@ -36,7 +36,7 @@ func token(sub string) string { return devserver.UnsignedToken(map[string]any{"s
 // handler is held to through the protocol.
 func TestSubscribeFollowsTheOnSubscribeCases(t *testing.T) {
 	_, srv := start(t)
-	raw, err := os.ReadFile("../poke/testdata/subscribe-cases.json")
+	raw, err := os.ReadFile("../../poke/testdata/subscribe-cases.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/local/devserver"
 )
 
 // serve is the real handler, on fresh tables of the test backend, behind

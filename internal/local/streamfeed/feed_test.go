@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sync-events/sync-events/internal/headstream"
-	"github.com/sync-events/sync-events/internal/streamfeed"
+	"github.com/sync-events/sync-events/internal/local/streamfeed"
 )
 
 func record(name, id string) events.DynamoDBEventRecord {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/local/devserver"
 )
 
 func TestConsoleLines(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sync-events/sync-events/internal/devserver"
+	"github.com/sync-events/sync-events/internal/local/devserver"
 )
 
 // TestHostGuardRefusesOtherHosts is DNS rebinding from the attacker's side:

@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sync-events/sync-events/internal/localevents"
+	"github.com/sync-events/sync-events/internal/local/localevents"
 )
 
 // Message is what a device hears: a reply to one of its messages (by ID),
