@@ -256,22 +256,21 @@ public class SyncClient(
      */
     public fun records(collection: String): Records = Records(this, collection)
 
-    /** The live records of [collection] now: the merged ones, then this device's changes answered but unlisted, then those queued. */
+    /**
+     * The live records of [collection] now: the merged ones with this
+     * device's changes on top (those answered but unlisted, then those
+     * queued; in a space, authored by the storage's user), oldest first.
+     */
     internal fun recordsNow(collection: String): List<Record> = synchronized(recordLock) {
         val m = decodeMerged(storage.getValue(recordsValue(collection)))
-        val mine = HashSet<String>()
         val overlay = decodeSent(storage.getValue(RECORDS_SENT)).values +
             pendingEntries().filter { it.action == EntryAction.WRITE }.map { it.event }
-        for (event in overlay) {
-            val c = RecordChange.ofEvent(event) ?: continue
-            if (c.collection == collection && m.merge(c)) mine += c.id
-        }
-        m.mapNotNull { (id, fields) -> fields?.let { Record(id, it, id in mine) } }
+        topRecords(m, collection, overlay, if (space != null) storage.user else null)
     }
 
     /** Merges a pulled page's record events into the kept records, before its cursor is kept; a page merged again changes nothing more. */
     private fun mergeRecords(page: List<SyncEvent>) {
-        val changes = page.mapNotNull { e -> (e as? SyncEvent.Event)?.let { RecordChange.of(it.type, it.payload) } }
+        val changes = page.mapNotNull { e -> (e as? SyncEvent.Event)?.let { RecordChange.of(it.type, it.payload, it.occurredAt, it.author) } }
         if (changes.isEmpty()) return
         synchronized(recordLock) {
             val names = decodeNames(storage.getValue(RECORD_COLLECTIONS))
