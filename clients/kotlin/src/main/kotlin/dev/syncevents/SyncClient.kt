@@ -426,6 +426,7 @@ public class SyncClient(
                         stop()
                     }
                 },
+                refreshToken,
             )
         }
     }
@@ -555,7 +556,9 @@ public data class SyncClientConfig(
      * Asked for a new token when the server answers 401, once a request
      * (a pull, a write, a space operation): the request is sent again with
      * it, under the same Idempotency-Key. Null, or a second 401, stops the
-     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh].
+     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh]. The live
+     * channel asks it the same way when its connection or the stream's
+     * subscription is refused as unauthorized (see [LiveChannel]).
      */
     val refreshToken: TokenRefresh? = null,
     /** The HTTP client of every request; the app closes it, not the [SyncClient]. */
