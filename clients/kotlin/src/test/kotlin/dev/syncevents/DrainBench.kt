@@ -20,7 +20,9 @@ import java.util.UUID
  * forwarding it), the same events (`note.created`, `{i, title, items}`),
  * the drain alone timed. The queue is in SQLite, or with
  * -Dbench.storage=memory in memory as the TypeScript bench's
- * (MemoryStorage). Not run by `mvn verify` (no *Test name):
+ * (MemoryStorage); -Dbench.noDelay=true opens its sockets with TCP_NODELAY,
+ * as Node.js does (OkHttp by default does not: each POST then waits for
+ * the server's delayed ACK, about 40 ms on Linux). Not run by `mvn verify` (no *Test name):
  * `mvn -q test -Dtest=DrainBench`.
  */
 class DrainBench {
@@ -32,6 +34,7 @@ class DrainBench {
         val n = System.getProperty("bench.events", "1000").toInt()
         val latency = System.getProperty("bench.latencyMs", "50").toLong()
         val memory = System.getProperty("bench.storage", "sqlite") == "memory"
+        val noDelay = System.getProperty("bench.noDelay", "false").toBoolean()
         val server = LocalServer.start(mapOf("CHANGES_PER_SECOND" to "0", "READS_PER_SECOND" to "0"))
         val url = server.url
         val times = ArrayList<Long>()
@@ -42,7 +45,7 @@ class DrainBench {
                 val http = OkHttpClient.Builder().addInterceptor { chain ->
                     Thread.sleep(latency)
                     chain.proceed(chain.request())
-                }.build()
+                }.apply { if (noDelay) socketFactory(NoDelaySockets) }.build()
                 val q = SyncQueue(s, url, { LocalServer.token(user) }, http)
                 repeat(n) {
                     q.write("note.created", JsonObject(mapOf("i" to JsonPrimitive(it), "title" to JsonPrimitive("note $it"), "items" to JsonArray(listOf(JsonPrimitive("milk"), JsonPrimitive("eggs"))))))
@@ -52,7 +55,7 @@ class DrainBench {
                 val ms = (System.nanoTime() - start) / 1_000_000
                 times += ms
                 assertEquals(n, r.sent)
-                println("drain of $n events at $latency ms a round trip (${if (memory) "memory" else "SQLite"}): ${r.requests} requests, $ms ms")
+                println("drain of $n events at $latency ms a round trip (${if (memory) "memory" else "SQLite"}${if (noDelay) ", TCP_NODELAY" else ""}): ${r.requests} requests, $ms ms")
             }
         } finally {
             server.close()
@@ -84,4 +87,21 @@ internal class MemoryQueueStorage(override val user: String) : QueueStorage {
         entries.clear()
         values.clear()
     }
+}
+
+/** Sockets with TCP_NODELAY (Nagle off), as Node.js's http opens them. */
+internal object NoDelaySockets : javax.net.SocketFactory() {
+    private val d: javax.net.SocketFactory = javax.net.SocketFactory.getDefault()
+
+    override fun createSocket(): java.net.Socket = d.createSocket().also { it.tcpNoDelay = true }
+
+    override fun createSocket(host: String?, port: Int): java.net.Socket = d.createSocket(host, port).also { it.tcpNoDelay = true }
+
+    override fun createSocket(host: String?, port: Int, localHost: java.net.InetAddress?, localPort: Int): java.net.Socket =
+        d.createSocket(host, port, localHost, localPort).also { it.tcpNoDelay = true }
+
+    override fun createSocket(host: java.net.InetAddress?, port: Int): java.net.Socket = d.createSocket(host, port).also { it.tcpNoDelay = true }
+
+    override fun createSocket(address: java.net.InetAddress?, port: Int, localAddress: java.net.InetAddress?, localPort: Int): java.net.Socket =
+        d.createSocket(address, port, localAddress, localPort).also { it.tcpNoDelay = true }
 }
