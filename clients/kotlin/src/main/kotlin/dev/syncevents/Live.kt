@@ -67,6 +67,17 @@ public enum class PollReason {
  * is subscribed only with a token whose `sub` is the stream's user: with
  * another user's token the client is stopped (StopReason.WRONG_USER), and
  * no socket is opened for it.
+ *
+ * A connection refused as unauthorized (the upgrade answered 401) or a
+ * subscription refused so (`subscribe_error` `UnauthorizedException`)
+ * asks the client's refresh hook ([SyncClientConfig.refreshToken]) once,
+ * as an HTTP request does: with the refused token, and the token it gives
+ * is checked against the stream's user like any other (another user's
+ * stops the client with StopReason.WRONG_USER, with nothing sent with
+ * it). The connection is opened again, or the subscribe sent again, at
+ * once with it; the next connection asks [token] afresh. No hook, a null
+ * from it, or a second refusal: the connection is broken (polling, and
+ * reconnection with backoff), or the subscription refused (polling).
  */
 public class LiveChannel(
     /** The WebSocket endpoint, e.g. `wss://xyz.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime`. */
@@ -115,10 +126,13 @@ public class LiveChannel(
         fun refused(reason: StopReason, error: String)
     }
 
-    /** A stream's subscription; [cancel] unsubscribes it. */
-    internal inner class Sub(val path: String, val user: String, private val listener: Listener) {
+    /** A stream's subscription; [cancel] unsubscribes it. [refresh]: its client's hook, asked when it is refused as unauthorized. */
+    internal inner class Sub(val path: String, val user: String, private val listener: Listener, val refresh: TokenRefresh? = null) {
         val id: String = UUID.randomUUID().toString()
         var subscribed = false
+
+        /** Whether the hook was asked for this subscribe already: once a subscribe, as once an HTTP request. */
+        var refreshTried = false
         var refusedUntil = 0L
         var retry: Job? = null
         private var state: LiveState = LiveState.Stopped
@@ -151,8 +165,8 @@ public class LiveChannel(
      * connection is acknowledged; only with a token whose `sub` is [user]
      * (else it is dropped and told [Listener.refused]).
      */
-    internal fun subscribe(path: String, user: String, listener: Listener): Sub =
-        Sub(path, user, listener).also { cmds.trySend(Cmd.Add(it)) }
+    internal fun subscribe(path: String, user: String, listener: Listener, refresh: TokenRefresh? = null): Sub =
+        Sub(path, user, listener, refresh).also { cmds.trySend(Cmd.Add(it)) }
 
     /** Closes the socket and ends every subscription; the channel is not used again. */
     override fun close() {
@@ -169,6 +183,9 @@ public class LiveChannel(
         class Opened(val conn: Conn) : Cmd
         class Text(val conn: Conn, val text: String) : Cmd
         class Broken(val conn: Conn) : Cmd
+
+        /** The upgrade was answered 401. */
+        class Unauthorized(val conn: Conn) : Cmd
     }
 
     /** One connection; replaced, never reused, on reconnection. */
@@ -178,6 +195,9 @@ public class LiveChannel(
         var acked = false
         var keepAliveMs = DEFAULT_CONNECTION_TIMEOUT_MS
         var timer: Job? = null
+
+        /** Whether its token is the refresh hook's, given for the last connection's 401: a second 401 is not asked again. */
+        var refreshed = false
     }
 
     /** Whether to go on. */
@@ -190,10 +210,14 @@ public class LiveChannel(
                 if (subs.isNotEmpty() && conn == null) connect()
             }
             Cmd.Close -> return false
-            is Cmd.Resubscribe -> conn?.let { if (it.acked && c.sub in subs && !c.sub.subscribed) subscribe(it, c.sub) }
+            is Cmd.Resubscribe -> conn?.let {
+                c.sub.refreshTried = false // a new try, after the wait: the hook may be asked again
+                if (it.acked && c.sub in subs && !c.sub.subscribed) subscribe(it, c.sub)
+            }
             is Cmd.Opened -> if (c.conn === conn) c.conn.ws?.send("""{"type":"connection_init"}""")
             is Cmd.Text -> if (c.conn === conn) message(c.conn, c.text)
             is Cmd.Broken -> if (c.conn === conn) broken()
+            is Cmd.Unauthorized -> if (c.conn === conn) unauthorized(c.conn)
         }
         return true
     }
@@ -229,10 +253,12 @@ public class LiveChannel(
         }
     }
 
-    private suspend fun connect() {
+    /** Opens a connection with [token]'s token, or with [given] (the refresh hook's, after a 401). */
+    private suspend fun connect(given: String? = null) {
         val c = Conn()
         conn = c
-        val t = try {
+        c.refreshed = given != null
+        val t = given ?: try {
             withTimeoutOrNull(connectTimeoutMs) { token() }
         } catch (e: CancellationException) {
             throw e
@@ -252,6 +278,53 @@ public class LiveChannel(
         }
         c.timer = after(c, connectTimeoutMs)
         c.ws = http.newWebSocket(req, Events(c))
+    }
+
+    /**
+     * The upgrade of [c] was refused as unauthorized: the hook of a
+     * subscription waiting on it is asked once for a new token, and the
+     * connection opened again at once with it (checked against the
+     * subscriptions' users by [connect]); else it is broken as any failure.
+     */
+    private suspend fun unauthorized(c: Conn) {
+        val hook = subs.firstNotNullOfOrNull { it.refresh }
+        if (hook == null || c.refreshed) return broken()
+        disconnect()
+        val t = ask(hook, c.token) ?: return broken()
+        if (subs.isEmpty() || conn != null) return // every subscription went, or another connection began, meanwhile
+        connect(given = t)
+    }
+
+    /** The token [hook] gives for [rejected]; null if none (null, a failure, or no answer within the connect timeout). Unchecked: the caller checks its user. */
+    private suspend fun ask(hook: TokenRefresh, rejected: String): String? = try {
+        withTimeoutOrNull(connectTimeoutMs) { hook(rejected) }
+    } catch (e: CancellationException) {
+        throw e
+    } catch (_: Exception) {
+        null
+    }
+
+    /**
+     * [sub]'s subscribe was refused as unauthorized: its hook is asked once
+     * for a new token, which must be [sub]'s user's (else the subscription is
+     * dropped and told so, and the client stops); the subscribe is sent again
+     * at once with it, and the connection's later subscribes use it too.
+     * Whether it was sent again; false: the refusal stands.
+     */
+    private suspend fun refreshSubscribe(c: Conn, sub: Sub): Boolean {
+        val hook = sub.refresh ?: return false
+        if (sub.refreshTried) return false
+        sub.refreshTried = true
+        val t = ask(hook, c.token) ?: return false
+        if (conn !== c || sub !in subs || sub.subscribed) return true // gone meanwhile: nothing to send
+        refusal(t, sub.user)?.let {
+            sub.refused(it)
+            remove(sub)
+            return true
+        }
+        c.token = t
+        subscribe(c, sub)
+        return true
     }
 
     private fun authorization(token: String): JsonObject = buildJsonObject {
@@ -287,7 +360,7 @@ public class LiveChannel(
         )
     }
 
-    private fun message(c: Conn, text: String) {
+    private suspend fun message(c: Conn, text: String) {
         val m = try {
             Json.parseToJsonElement(text) as? JsonObject
         } catch (_: Exception) {
@@ -305,10 +378,11 @@ public class LiveChannel(
             }
             "subscribe_success" -> if (sub != null && !sub.subscribed) {
                 sub.subscribed = true
+                sub.refreshTried = false
                 failures = 0
                 sub.set(LiveState.Live)
             }
-            "subscribe_error" -> if (sub != null) refused(sub)
+            "subscribe_error" -> if (sub != null && !(isUnauthorized(m) && refreshSubscribe(c, sub))) refused(sub)
             "data" -> if (sub != null && sub.subscribed) pokes(m["event"]).forEach { sub.poke(it) }
             // A message for this subscription failed: it may have been a poke.
             "broadcast_error" -> if (sub != null && sub.subscribed) sub.poke(null)
@@ -387,7 +461,7 @@ public class LiveChannel(
         }
 
         override fun onFailure(webSocket: WebSocket, t: Throwable, response: Response?) {
-            cmds.trySend(Cmd.Broken(c))
+            cmds.trySend(if (response?.code == 401) Cmd.Unauthorized(c) else Cmd.Broken(c))
         }
     }
 
@@ -399,6 +473,11 @@ public class LiveChannel(
 
         /** The least wait before subscribing again after a refusal: 5 minutes. */
         const val REFUSED_RETRY_MS = 300_000L
+
+        /** Whether a `subscribe_error` says the authorization was refused (`UnauthorizedException`). */
+        fun isUnauthorized(m: JsonObject): Boolean = (m["errors"] as? JsonArray)?.any { e ->
+            ((e as? JsonObject)?.get("errorType") as? JsonPrimitive)?.content == "UnauthorizedException"
+        } == true
 
         /** What AppSync Events allows in a channel segment: 1 to 50 letters, digits and inner dashes. */
         val SEGMENT = Regex("^[A-Za-z0-9](?:[A-Za-z0-9-]{0,48}[A-Za-z0-9])?$")

@@ -129,7 +129,7 @@ internal suspend fun pull(
     delivered
 }
 
-private fun parseEvent(e: JsonElement?): SyncEvent {
+internal fun parseEvent(e: JsonElement?): SyncEvent {
     val o = e as? JsonObject ?: throw PullException(200, null, "not the contract's event: $e")
     fun str(k: String) = (o[k] as? JsonPrimitive)?.takeIf { it.isString }?.content
     val id = str("id") ?: throw PullException(200, null, "an event without an id")

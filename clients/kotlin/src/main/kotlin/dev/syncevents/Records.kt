@@ -36,6 +36,16 @@ public data class Record(
     val fields: JsonObject,
     /** Whether a change of this device not yet listed by a pull is applied to it. */
     val pending: Boolean,
+    /**
+     * The `occurredAt` of the change that made it, as written (ISO 8601): when
+     * the device that wrote it said so, by its clock. The TypeScript client's
+     * `createdAt`, the same string.
+     */
+    val createdAt: String,
+    /** The `occurredAt` of the last change applied to it (a pending one's included). */
+    val updatedAt: String,
+    /** In a space: the `sub` of who made it (this device's user, for a record made by a pending change); null in the user's own stream. */
+    val author: String? = null,
 )
 
 /**
@@ -82,8 +92,9 @@ public class Records internal constructor(
      * The collection's live records, again on every change: a pulled page,
      * a change queued on this device, a write answered or refused. Each
      * collector reads the storage when it starts, then on each change (on
-     * [Dispatchers.IO]); a late collector misses nothing. In the order each
-     * record was first merged (the confirmed ones, then those only pending).
+     * [Dispatchers.IO]); a late collector misses nothing. Oldest first: by
+     * [Record.createdAt], then [Record.id] (as strings), the order the
+     * TypeScript client's `list()` gives.
      */
     public val all: Flow<List<Record>> =
         client.recordsChanged.map { client.recordsNow(collection) }.distinctUntilChanged().flowOn(Dispatchers.IO)
@@ -105,9 +116,18 @@ public class Records internal constructor(
 }
 
 /** A record event's change, read from its type and payload; null if it is none. */
-internal data class RecordChange(val type: String, val collection: String, val id: String, val fields: JsonObject?) {
+internal data class RecordChange(
+    val type: String,
+    val collection: String,
+    val id: String,
+    val fields: JsonObject?,
+    /** The event's `occurredAt`, as written; "" if it had none. */
+    val occurredAt: String = "",
+    /** The event's author (a space's), or for a pending change in a space this device's user. */
+    val author: String? = null,
+) {
     companion object {
-        fun of(type: String, payload: JsonObject): RecordChange? {
+        fun of(type: String, payload: JsonObject, occurredAt: String = "", author: String? = null): RecordChange? {
             if (type != RECORD_PUT && type != RECORD_PATCH && type != RECORD_DELETE) return null
             fun str(k: String) = (payload[k] as? JsonPrimitive)?.takeIf { it.isString && it.content.isNotEmpty() }?.content
             val collection = str("collection") ?: return null
@@ -118,40 +138,80 @@ internal data class RecordChange(val type: String, val collection: String, val i
                 is JsonObject -> f
                 else -> return null
             }
-            return RecordChange(type, collection, id, fields.takeIf { type != RECORD_DELETE })
+            return RecordChange(type, collection, id, fields.takeIf { type != RECORD_DELETE }, occurredAt, author)
         }
 
-        /** The change of a queued entry's event JSON; null if it is no record change. */
-        fun ofEvent(event: String): RecordChange? {
+        /** The change of a queued entry's event JSON, made by [author] (in a space); null if it is no record change. */
+        fun ofEvent(event: String, author: String? = null): RecordChange? {
             val o = try {
                 Json.parseToJsonElement(event) as? JsonObject
             } catch (_: IllegalArgumentException) {
                 null
             } ?: return null
             val type = (o["type"] as? JsonPrimitive)?.content ?: return null
-            return of(type, o["payload"] as? JsonObject ?: return null)
+            val occurredAt = (o["occurredAt"] as? JsonPrimitive)?.takeIf { it.isString }?.content ?: ""
+            return of(type, o["payload"] as? JsonObject ?: return null, occurredAt, author)
         }
     }
 }
 
-/** A record as merged: its fields, or null once deleted (a tombstone, so that the delete stays final). */
-internal typealias Merged = LinkedHashMap<String, JsonObject?>
+/** A merged record as kept: its fields, the `occurredAt` of the change that made it and of the last one, its author. */
+internal data class Kept(val fields: JsonObject, val createdAt: String, val updatedAt: String, val author: String?)
 
-/** Merges [c] into the records; false if it does nothing (its record was deleted: a delete is final). */
+/** Records as merged, by id: a record, or null once deleted (a tombstone, so that the delete stays final). */
+internal typealias Merged = LinkedHashMap<String, Kept?>
+
+/**
+ * Merges [c] into the records, as the TypeScript client's `foldRecords`
+ * does; false if it does nothing (its record was deleted: a delete is
+ * final). The record keeps the `occurredAt` and author of the change
+ * that made it; [Kept.updatedAt] is the last change's.
+ */
 internal fun Merged.merge(c: RecordChange): Boolean {
     if (containsKey(c.id) && get(c.id) == null) return false
+    val was = get(c.id)
     put(
         c.id,
         when (c.type) {
-            RECORD_PUT -> c.fields!!
-            RECORD_PATCH -> JsonObject((get(c.id) ?: JsonObject(emptyMap())) + c.fields!!)
-            else -> null
+            RECORD_DELETE -> null
+            else -> Kept(
+                fields = if (c.type == RECORD_PUT || was == null) c.fields!! else JsonObject(was.fields + c.fields!!),
+                createdAt = was?.createdAt ?: c.occurredAt,
+                updatedAt = c.occurredAt,
+                author = if (was == null) c.author else was.author,
+            )
         },
     )
     return true
 }
 
-/** The storage value of a collection's merged records: `{"id": {"fields": {...}}, "gone": {"deleted": true}}`. */
+/**
+ * [merged] (of [collection]) with this device's changes not yet listed on
+ * top, [overlay] (their events' JSON, in the order made; in a space
+ * authored by [author]), listed as [listRecords] does. [merged] is changed.
+ */
+internal fun topRecords(merged: Merged, collection: String, overlay: Iterable<String>, author: String?): List<Record> {
+    val mine = HashSet<String>()
+    for (event in overlay) {
+        val c = RecordChange.ofEvent(event, author) ?: continue
+        if (c.collection == collection && merged.merge(c)) mine += c.id
+    }
+    return listRecords(merged, mine)
+}
+
+/**
+ * The live records of [merged] as the app reads them, oldest first: by
+ * createdAt, then id, compared as strings (the TypeScript client's
+ * `listRecords`); [pending] names those a change not yet listed applies to.
+ */
+internal fun listRecords(merged: Merged, pending: Set<String>): List<Record> =
+    merged.mapNotNull { (id, k) -> k?.let { Record(id, it.fields, id in pending, it.createdAt, it.updatedAt, it.author) } }
+        .sortedWith(compareBy<Record> { it.createdAt }.thenBy { it.id })
+
+/**
+ * The storage value of a collection's merged records:
+ * `{"id": {"fields": {...}, "createdAt": "...", "updatedAt": "...", "author": "..."}, "gone": {"deleted": true}}`.
+ */
 internal fun recordsValue(collection: String) = "record/$collection"
 
 /** The storage value listing the collections merged so far (a JSON array), for a start-over to drop them. */
@@ -172,13 +232,30 @@ internal fun decodeMerged(text: String?): Merged {
     val o = text?.let { Json.parseToJsonElement(it) as? JsonObject } ?: return m
     for ((id, r) in o) {
         val rec = r as? JsonObject ?: continue
-        m[id] = if ((rec["deleted"] as? JsonPrimitive)?.booleanOrNull == true) null else rec["fields"] as? JsonObject ?: continue
+        if ((rec["deleted"] as? JsonPrimitive)?.booleanOrNull == true) {
+            m[id] = null
+            continue
+        }
+        fun str(k: String) = (rec[k] as? JsonPrimitive)?.takeIf { it.isString }?.content
+        val fields = rec["fields"] as? JsonObject ?: continue
+        m[id] = Kept(fields, str("createdAt") ?: "", str("updatedAt") ?: "", str("author"))
     }
     return m
 }
 
 internal fun encodeMerged(m: Merged): String = JsonObject(
-    m.mapValues { (_, f) -> if (f == null) buildJsonObject { put("deleted", true) } else buildJsonObject { put("fields", f) } },
+    m.mapValues { (_, k) ->
+        if (k == null) {
+            buildJsonObject { put("deleted", true) }
+        } else {
+            buildJsonObject {
+                put("fields", k.fields)
+                put("createdAt", k.createdAt)
+                put("updatedAt", k.updatedAt)
+                if (k.author != null) put("author", k.author)
+            }
+        }
+    },
 ).toString()
 
 internal fun decodeNames(text: String?): List<String> =

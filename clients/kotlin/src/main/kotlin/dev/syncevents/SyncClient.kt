@@ -256,22 +256,21 @@ public class SyncClient(
      */
     public fun records(collection: String): Records = Records(this, collection)
 
-    /** The live records of [collection] now: the merged ones, then this device's changes answered but unlisted, then those queued. */
+    /**
+     * The live records of [collection] now: the merged ones with this
+     * device's changes on top (those answered but unlisted, then those
+     * queued; in a space, authored by the storage's user), oldest first.
+     */
     internal fun recordsNow(collection: String): List<Record> = synchronized(recordLock) {
         val m = decodeMerged(storage.getValue(recordsValue(collection)))
-        val mine = HashSet<String>()
         val overlay = decodeSent(storage.getValue(RECORDS_SENT)).values +
             pendingEntries().filter { it.action == EntryAction.WRITE }.map { it.event }
-        for (event in overlay) {
-            val c = RecordChange.ofEvent(event) ?: continue
-            if (c.collection == collection && m.merge(c)) mine += c.id
-        }
-        m.mapNotNull { (id, fields) -> fields?.let { Record(id, it, id in mine) } }
+        topRecords(m, collection, overlay, if (space != null) storage.user else null)
     }
 
     /** Merges a pulled page's record events into the kept records, before its cursor is kept; a page merged again changes nothing more. */
     private fun mergeRecords(page: List<SyncEvent>) {
-        val changes = page.mapNotNull { e -> (e as? SyncEvent.Event)?.let { RecordChange.of(it.type, it.payload) } }
+        val changes = page.mapNotNull { e -> (e as? SyncEvent.Event)?.let { RecordChange.of(it.type, it.payload, it.occurredAt, it.author) } }
         if (changes.isEmpty()) return
         synchronized(recordLock) {
             val names = decodeNames(storage.getValue(RECORD_COLLECTIONS))
@@ -427,6 +426,7 @@ public class SyncClient(
                         stop()
                     }
                 },
+                refreshToken,
             )
         }
     }
@@ -556,7 +556,9 @@ public data class SyncClientConfig(
      * Asked for a new token when the server answers 401, once a request
      * (a pull, a write, a space operation): the request is sent again with
      * it, under the same Idempotency-Key. Null, or a second 401, stops the
-     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh].
+     * client ([StopReason.UNAUTHORIZED]); see [TokenRefresh]. The live
+     * channel asks it the same way when its connection or the stream's
+     * subscription is refused as unauthorized (see [LiveChannel]).
      */
     val refreshToken: TokenRefresh? = null,
     /** The HTTP client of every request; the app closes it, not the [SyncClient]. */

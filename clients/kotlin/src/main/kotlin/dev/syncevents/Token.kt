@@ -52,7 +52,8 @@ internal suspend fun tokenFor(user: String, token: suspend () -> String): String
 }
 
 /**
- * The app's token refresh, asked when the server answers 401, in the
+ * The app's token refresh, asked when the server answers 401 (or the live
+ * channel's connection or subscription is refused as unauthorized), in the
  * manner of OkHttp's `Authenticator`: given the token the server refused,
  * it returns a new one (a refresh-token exchange, say), or null to give up
  * (the user must sign in again). The client asks it once per request: the

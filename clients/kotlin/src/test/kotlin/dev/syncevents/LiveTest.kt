@@ -65,6 +65,17 @@ class LiveTest {
 
     private var lastUpgrade: RecordedRequest? = null
 
+    /** An upgrade with one of these tokens is answered 401, as AppSync refuses an unauthorized connection. */
+    @Volatile
+    private var unauthorizedUpgrade: Set<String> = emptySet()
+
+    /** A subscribe with one of these tokens is answered subscribe_error UnauthorizedException. */
+    @Volatile
+    private var unauthorizedSubscribe: Set<String> = emptySet()
+
+    /** The token of each upgrade asked for, in order. */
+    private val upgradeTokens = LinkedBlockingQueue<String>()
+
     @BeforeEach
     fun start() {
         server = MockWebServer()
@@ -73,7 +84,13 @@ class LiveTest {
                 request.path == "/event/realtime" -> {
                     requests += "ws"
                     lastUpgrade = request
-                    if (upgrade) MockResponse().withWebSocketUpgrade(EventApi()) else MockResponse().setResponseCode(503)
+                    upgradeToken(request)?.let { upgradeTokens += it }
+                    when {
+                        !upgrade -> MockResponse().setResponseCode(503)
+                        upgradeToken(request) in unauthorizedUpgrade ->
+                            MockResponse().setResponseCode(401).setBody("""{"errors":[{"errorType":"UnauthorizedException"}]}""")
+                        else -> MockResponse().withWebSocketUpgrade(EventApi())
+                    }
                 }
                 request.path!!.startsWith("/api/v1/sync/events") -> {
                     requests += "pull"
@@ -105,7 +122,7 @@ class LiveTest {
                 "subscribe" -> {
                     val id = m["id"]!!.jsonPrimitive.content
                     webSocket.send(
-                        if (refuse) {
+                        if (refuse || m["authorization"]?.jsonObject?.get("Authorization")?.jsonPrimitive?.content in unauthorizedSubscribe) {
                             """{"type":"subscribe_error","id":"$id","errors":[{"errorType":"UnauthorizedException","message":"no"}]}"""
                         } else {
                             """{"type":"subscribe_success","id":"$id"}"""
@@ -119,6 +136,13 @@ class LiveTest {
             closedByClient.incrementAndGet()
             webSocket.close(1000, null)
         }
+    }
+
+    /** The token in an upgrade's subprotocol header. */
+    private fun upgradeToken(r: RecordedRequest): String? {
+        val protocols = r.getHeader("Sec-WebSocket-Protocol")?.split(",")?.map { it.trim() } ?: return null
+        val header = protocols.firstOrNull { it.startsWith("header-") } ?: return null
+        return Json.parseToJsonElement(String(Base64.getUrlDecoder().decode(header.removePrefix("header-")))).jsonObject["Authorization"]?.jsonPrimitive?.content
     }
 
     private fun next(): String = (requests.poll(10, TimeUnit.SECONDS) ?: error("no request within 10 s"))
@@ -135,7 +159,11 @@ class LiveTest {
         }
     }
 
-    private fun client(pollMs: Long = 60_000, reconnect: RetryPolicy = RetryPolicy(baseDelayMs = 10, maxDelayMs = 100)): SyncClient {
+    private fun client(
+        pollMs: Long = 60_000,
+        reconnect: RetryPolicy = RetryPolicy(baseDelayMs = 10, maxDelayMs = 100),
+        refresh: TokenRefresh? = null,
+    ): SyncClient {
         val token = LocalServer.token("alice")
         val url = server.url("/").toString()
         val channel = LiveChannel(
@@ -146,7 +174,7 @@ class LiveTest {
             reconnect = reconnect,
         )
         val storage = SqliteQueueStorage(dir.resolve("l.db").toString(), "alice")
-        return SyncClient(storage, SyncClientConfig(url, { token }, retry = RetryPolicy(1, 10), channel = channel, pollIntervalMs = pollMs), scope)
+        return SyncClient(storage, SyncClientConfig(url, { token }, refreshToken = refresh, retry = RetryPolicy(1, 10), channel = channel, pollIntervalMs = pollMs), scope)
     }
 
     private suspend fun SyncClient.await(state: LiveState) = withTimeout(10_000) { live.first { it == state } }
@@ -228,6 +256,95 @@ class LiveTest {
         var pulls = 0
         while (pulls < 3) if (next() == "pull") pulls++
         c.close()
+    }
+
+    /** alice's token, refreshed: another string with the same sub. */
+    private val fresh = "y" + LocalServer.token("alice").drop(1)
+
+    private fun JsonObject.token(): String = this["authorization"]!!.jsonObject["Authorization"]!!.jsonPrimitive.content
+
+    /** The messages of [type] sent within 300 ms of each other. */
+    private fun sentOf(type: String): List<JsonObject> =
+        generateSequence { sent.poll(300, TimeUnit.MILLISECONDS) }.filter { it["type"]?.jsonPrimitive?.content == type }.toList()
+
+    @Test
+    fun `a connection refused as unauthorized asks the refresh hook once and connects with its token`() = runBlocking {
+        unauthorizedUpgrade = setOf(LocalServer.token("alice"))
+        val asked = LinkedBlockingQueue<String>()
+        val c = client(refresh = { rejected -> asked += rejected; fresh })
+        c.start()
+        c.await(LiveState.Live)
+        assertEquals(listOf(LocalServer.token("alice")), asked.toList(), "asked once, with the refused token")
+        assertEquals(listOf(LocalServer.token("alice"), fresh), upgradeTokens.toList(), "connected again at once with the hook's token")
+        assertEquals(fresh, nextSent("subscribe").token())
+        c.close()
+    }
+
+    @Test
+    fun `a connection refused again after the refresh is not asked again, and polls`() = runBlocking {
+        unauthorizedUpgrade = setOf(LocalServer.token("alice"), fresh)
+        val asked = AtomicInteger()
+        val c = client(pollMs = 100, reconnect = RetryPolicy(baseDelayMs = 200, maxDelayMs = 200), refresh = { asked.incrementAndGet(); fresh })
+        c.start()
+        c.await(LiveState.Polling(PollReason.CHANNEL_UNAVAILABLE))
+        var pulls = 0
+        while (pulls < 5) if (next() == "pull") pulls++
+        c.close()
+        val tokens = upgradeTokens.toList()
+        // Each connection (token asked afresh) refused: the hook asked once for it; the hook's refused: not asked again.
+        assertTrue(tokens.isNotEmpty())
+        assertEquals(tokens.count { it == LocalServer.token("alice") }, asked.get(), "$tokens")
+        assertEquals(tokens.count { it == fresh }, asked.get(), "$tokens")
+        assertTrue(sockets.isEmpty(), "no socket opened")
+        assertTrue(c.status.value !is SyncStatus.Stopped, "the HTTP path unaffected: ${c.status.value}")
+    }
+
+    @Test
+    fun `a subscription refused as unauthorized asks the hook once and subscribes again with its token`() = runBlocking {
+        unauthorizedSubscribe = setOf(LocalServer.token("alice"))
+        val asked = LinkedBlockingQueue<String>()
+        val c = client(refresh = { rejected -> asked += rejected; fresh })
+        c.start()
+        c.await(LiveState.Live)
+        assertEquals(listOf(LocalServer.token("alice"), fresh), sentOf("subscribe").map { it.token() })
+        assertEquals(listOf(LocalServer.token("alice")), asked.toList())
+        c.close()
+    }
+
+    @Test
+    fun `a subscription refused after the refresh too polls, asking no more`() = runBlocking {
+        unauthorizedSubscribe = setOf(LocalServer.token("alice"), fresh)
+        val asked = AtomicInteger()
+        val c = client(pollMs = 100, refresh = { asked.incrementAndGet(); fresh })
+        c.start()
+        c.await(LiveState.Polling(PollReason.SUBSCRIBE_REFUSED))
+        assertEquals(listOf(LocalServer.token("alice"), fresh), sentOf("subscribe").map { it.token() })
+        assertEquals(1, asked.get())
+        c.close()
+    }
+
+    @Test
+    fun `the hook's token for another user stops the client and is sent nowhere`() = runBlocking {
+        unauthorizedSubscribe = setOf(LocalServer.token("alice"))
+        val c = client(refresh = { LocalServer.token("bob") })
+        c.start()
+        withTimeout(10_000) { c.status.first { it is SyncStatus.Stopped } }
+        assertEquals(StopReason.WRONG_USER, (c.status.value as SyncStatus.Stopped).reason)
+        withTimeout(10_000) { c.live.first { it == LiveState.Stopped } }
+        assertEquals(listOf(LocalServer.token("alice")), sentOf("subscribe").map { it.token() })
+        c.close()
+
+        // A connection's 401 alike: no upgrade with bob's token.
+        unauthorizedSubscribe = emptySet()
+        unauthorizedUpgrade = setOf(LocalServer.token("alice"))
+        upgradeTokens.clear()
+        val d = client(refresh = { LocalServer.token("bob") })
+        d.start()
+        withTimeout(10_000) { d.status.first { it is SyncStatus.Stopped } }
+        assertEquals(StopReason.WRONG_USER, (d.status.value as SyncStatus.Stopped).reason)
+        Thread.sleep(300)
+        assertEquals(listOf(LocalServer.token("alice")), upgradeTokens.toList())
+        d.close()
     }
 
     @Test

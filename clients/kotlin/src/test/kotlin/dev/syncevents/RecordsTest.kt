@@ -27,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir
 import okhttp3.OkHttpClient
 import java.io.IOException
 import java.nio.file.Path
+import java.time.format.DateTimeFormatter
 import java.util.concurrent.atomic.AtomicBoolean
 import java.util.UUID
 
@@ -166,21 +167,24 @@ class RecordsTest {
         val url = server(fake)
         val closed = "http://127.0.0.1:9/" // nothing answers: the changes stay queued
         val a = device(closed, "p.db")
-        a.records("todo").put("t1", fields("title" to "Milk"))
-        a.records("todo").patch("t1", fields("done" to true))
+        val put = a.records("todo").put("t1", fields("title" to "Milk"))
+        val patch = a.records("todo").patch("t1", fields("done" to true))
         a.close()
+        // createdAt and updatedAt: the occurredAt of the put and of the last patch, as sent.
+        val created = DateTimeFormatter.ISO_INSTANT.format(put.occurredAt)
+        val updated = DateTimeFormatter.ISO_INSTANT.format(patch.occurredAt)
         val again = device(closed, "p.db")
-        assertEquals(listOf(Record("t1", fields("title" to "Milk", "done" to true), pending = true)), again.records("todo").list())
+        assertEquals(listOf(Record("t1", fields("title" to "Milk", "done" to true), true, created, updated)), again.records("todo").list())
         again.close()
 
         val online = device(url, "p.db")
         online.sync()
-        assertEquals(listOf(Record("t1", fields("title" to "Milk", "done" to true), pending = false)), online.records("todo").list())
+        assertEquals(listOf(Record("t1", fields("title" to "Milk", "done" to true), false, created, updated)), online.records("todo").list())
         online.close()
         // Merged and kept: a new client over the storage shows them without pulling from the start.
         synchronized(fake) { fake.events.clear() }
         val later = device(closed, "p.db")
-        assertEquals(listOf(Record("t1", fields("title" to "Milk", "done" to true), pending = false)), later.records("todo").list())
+        assertEquals(listOf(Record("t1", fields("title" to "Milk", "done" to true), false, created, updated)), later.records("todo").list())
     }
 
     @Test
@@ -195,10 +199,11 @@ class RecordsTest {
             },
         )
         val a = device(url, "l.db")
-        a.records("todo").put("t1", fields("title" to "Milk"))
+        val put = a.records("todo").put("t1", fields("title" to "Milk"))
         a.sync()
         assertTrue(a.pending().isEmpty(), "answered")
-        assertEquals(listOf(Record("t1", fields("title" to "Milk"), pending = true)), a.records("todo").list())
+        val at = DateTimeFormatter.ISO_INSTANT.format(put.occurredAt)
+        assertEquals(listOf(Record("t1", fields("title" to "Milk"), true, at, at)), a.records("todo").list())
     }
 
     @Test
