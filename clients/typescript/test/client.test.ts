@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { IDBFactory } from "fake-indexeddb";
-import { createSyncClient, type SyncClient, type SyncClientOptions, type SyncEvent, type SyncState } from "../src/client.js";
+import { createSyncClient, type SyncClient, type SyncClientOptions, type SyncEvent } from "../src/client.js";
 import { indexedDBStorage } from "../src/indexeddb.js";
 import { memoryStorage, type SyncStorage } from "../src/storage.js";
 import type { ListedEvent } from "../src/types.js";
-import { asUser, localToken, startService } from "./server.js";
+import { asUser, localToken, startService, until } from "./server.js";
 
 /**
  * The one client against the service as make run serves it: two devices
@@ -63,25 +63,6 @@ function device(user: string, storage: SyncStorage = memoryStorage()) {
       return c;
     },
   };
-}
-
-/** Resolves with the state once ok(state) holds, or fails after ms. */
-function until<S>(c: SyncClient<S>, ok: (s: SyncState<S>) => boolean, what: string, ms = 5000): Promise<SyncState<S>> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (ok(c.state)) {
-        clearTimeout(timer);
-        stop();
-        resolve(c.state);
-      }
-    };
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`not within ${ms} ms: ${what}; state: ${JSON.stringify(c.state)}`));
-    }, ms);
-    const stop = c.subscribe(check);
-    check();
-  });
 }
 
 /** The user's stream as the server lists it. */

@@ -7,7 +7,7 @@ import { SpaceStopped } from "../src/spaces.js";
 import { memoryStorage, type SyncStorage } from "../src/storage.js";
 import { tokenSubject } from "../src/token.js";
 import type { ListedEvent } from "../src/types.js";
-import { asUser, localToken, startService } from "./server.js";
+import { asUser, localToken, startService, until } from "./server.js";
 
 /**
  * The storage's user against another user's token, on the one client, at
@@ -116,25 +116,6 @@ function app(user: string, storage: SyncStorage, tokenOf: string, extra: Partial
   });
   opened.push(c);
   return c;
-}
-
-/** Resolves with the state once ok(state) holds, or fails after ms. */
-function until<S>(c: SyncClient<S>, ok: (s: SyncState<S>) => boolean, what: string, ms = 5000): Promise<SyncState<S>> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (ok(c.state)) {
-        clearTimeout(timer);
-        stop();
-        resolve(c.state);
-      }
-    };
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`not within ${ms} ms: ${what}; state: ${JSON.stringify(c.state)}`));
-    }, ms);
-    const stop = c.subscribe(check);
-    check();
-  });
 }
 
 const texts = (s: Notes | undefined) => Object.values(s ?? {}).sort();

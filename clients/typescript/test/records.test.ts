@@ -3,13 +3,13 @@ import { after, before, describe, it } from "node:test";
 import { IDBFactory } from "fake-indexeddb";
 import { createElement as h } from "react";
 import { renderToString } from "react-dom/server";
-import { createSyncClient, type SyncClient, type SyncClientOptions, type SyncState } from "../src/client.js";
+import { createSyncClient, type SyncClient, type SyncClientOptions } from "../src/client.js";
 import { indexedDBStorage } from "../src/indexeddb.js";
 import { useRecords } from "../src/react.js";
 import { foldRecords, type KeptRecords, listRecords, NO_RECORDS, type RecordEvent } from "../src/records.js";
 import { memoryStorage, type SyncStorage } from "../src/storage.js";
 import type { ListedEvent } from "../src/types.js";
-import { asUser, localToken, startService } from "./server.js";
+import { asUser, localToken, startService, until } from "./server.js";
 
 /**
  * The record model: the fold alone (commit order, last writer per field,
@@ -115,24 +115,6 @@ function device(user: string, storage: SyncStorage = memoryStorage()) {
       return c;
     },
   };
-}
-
-function until<S>(c: SyncClient<S>, ok: (s: SyncState<S>) => boolean, what: string, ms = 5000): Promise<SyncState<S>> {
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      if (ok(c.state)) {
-        clearTimeout(timer);
-        stop();
-        resolve(c.state);
-      }
-    };
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`not within ${ms} ms: ${what}; state: ${JSON.stringify(c.state)}`));
-    }, ms);
-    const stop = c.subscribe(check);
-    check();
-  });
 }
 
 async function listed(user: string): Promise<ListedEvent[]> {

@@ -3,6 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { type AddressInfo, connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import type { SyncClient, SyncState } from "../src/client.js";
 
 /**
  * The service as `make run` serves it (the real handler on the embedded
@@ -85,4 +86,23 @@ export function asUser(url: string, token: string) {
       },
       body: body ? JSON.stringify(body) : undefined,
     });
+}
+
+/** Resolves with the client's state once ok(state) holds, or fails after ms. */
+export function until<S>(c: SyncClient<S>, ok: (s: SyncState<S>) => boolean, what: string, ms = 5000): Promise<SyncState<S>> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (ok(c.state)) {
+        clearTimeout(timer);
+        stop();
+        resolve(c.state);
+      }
+    };
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error(`not within ${ms} ms: ${what}; state: ${JSON.stringify(c.state)}`));
+    }, ms);
+    const stop = c.subscribe(check);
+    check();
+  });
 }
