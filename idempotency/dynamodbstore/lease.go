@@ -195,6 +195,7 @@ func steps(item map[string]types.AttributeValue) map[string][]byte {
 
 func stepAttribute(name string) string { return stepPrefix + hex.EncodeToString([]byte(name)) }
 
+// recordKey is the ledger item's key of (userID, key).
 func recordKey(userID, key string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{PartitionKey: str(userID), SortKey: str(key)}
 }

@@ -232,7 +232,7 @@ func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
 func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            map[string]types.AttributeValue{PartitionKey: str(userID), SortKey: str(key)},
+		Key:            recordKey(userID, key),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -290,7 +290,7 @@ func epoch(t time.Time) *types.AttributeValueMemberN {
 func (s *Store) SetEffect(ctx context.Context, userID, key string, i int, st idempotency.EffectState) error {
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       map[string]types.AttributeValue{PartitionKey: str(userID), SortKey: str(key)},
+		Key:                       recordKey(userID, key),
 		UpdateExpression:          aws.String("SET #e = :e"),
 		ConditionExpression:       aws.String("#e.#s = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#e": effectAttribute(i), "#s": "status"},
