@@ -230,18 +230,14 @@ func existingRecord(item map[string]types.AttributeValue) *idempotency.Record {
 // moment ago by a concurrent request. A key whose mutation is still
 // running its steps has no record yet: found is false.
 func (s *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.table),
-		Key:            recordKey(userID, key),
-		ConsistentRead: aws.Bool(true),
-	})
+	item, err := s.read(ctx, userID, key)
 	if err != nil {
-		return idempotency.Record{}, false, Classify(fmt.Errorf("read idempotency record: %w", err))
+		return idempotency.Record{}, false, err
 	}
-	if _, leased := out.Item[leaseOwnerAttribute]; len(out.Item) == 0 || leased {
+	if _, leased := item[leaseOwnerAttribute]; len(item) == 0 || leased {
 		return idempotency.Record{}, false, nil // none, or one still running its steps
 	}
-	rec, err := decodeRecord(out.Item)
+	rec, err := decodeRecord(item)
 	if err != nil {
 		return idempotency.Record{}, false, err
 	}
