@@ -45,8 +45,8 @@ func walkOne(t *testing.T, hs *apitest.Harness, tg target, cursor string) ([]rea
 // retention: three devices of one user post 25 events each over three
 // environments, every transaction held at the transport for up to 200 ms,
 // while a trimmer removes all but the newest events, a few at a time, and
-// two pullers (one quick, one pausing long enough for the floor to pass
-// it) sync all the while, starting over
+// two pullers (one quick, one pausing until the floor has passed it) sync
+// all the while, starting over
 // from the start whenever they are told CURSOR_EXPIRED. Within each start
 // of a puller, the events come at consecutive positions, each once; one
 // id is always at one position, for every puller and the final listing;
@@ -92,18 +92,39 @@ func pullersMissNothingTrimmed(t *testing.T, tg target) {
 		})
 	}
 	var trimming atomic.Bool
+	var trimmedTo atomic.Uint64 // the floor after the trimmer's last trim
 	trimDone := make(chan struct{})
 	go func() {
 		defer close(trimDone)
 		for !trimming.Load() {
 			// Everything received up to now may go, 5 events a trim.
-			if _, err := trimmer.Trim(context.Background(), tg.stream, time.Now(), 5); err != nil {
+			res, err := trimmer.Trim(context.Background(), tg.stream, time.Now(), 5)
+			if err != nil {
 				t.Errorf("trim: %v", err)
 				return
 			}
+			trimmedTo.Store(res.Floor)
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	// The slow puller pauses until the floor has passed its cursor (or
+	// the trimmer has stopped): however a loaded machine spreads the
+	// placements, it then pulls from below the floor whenever events came
+	// after its last pull.
+	pauseSlow := func(cursor string) {
+		pos, err := syncevent.ParseCursor(cursor)
+		if err != nil || pos.IsStart() {
+			time.Sleep(400 * time.Millisecond)
+			return
+		}
+		for trimmedTo.Load() <= pos.Seq {
+			select {
+			case <-trimDone:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 
 	var done atomic.Bool
 	lives := make([][][]read, 2) // per puller, per start
@@ -111,7 +132,8 @@ func pullersMissNothingTrimmed(t *testing.T, tg target) {
 	restarts := make([]int, 2)
 	var startedOver atomic.Int64 // restarts, as the main goroutine may read them
 	var pulling sync.WaitGroup
-	for p, pause := range []time.Duration{3 * time.Millisecond, 400 * time.Millisecond} {
+	pauses := []func(string){func(string) { time.Sleep(3 * time.Millisecond) }, pauseSlow}
+	for p, pause := range pauses {
 		device := hs.NewEnvironment()
 		pulling.Go(func() {
 			cursor, life := "", []read(nil)
@@ -137,7 +159,7 @@ func pullersMissNothingTrimmed(t *testing.T, tg target) {
 					lives[p] = append(lives[p], life)
 					return
 				}
-				time.Sleep(pause)
+				pause(cursor)
 			}
 		})
 	}
