@@ -9,7 +9,7 @@ EVENT ?= events/post-fresh.json
 # Runtime API), no paths or symbols in it.
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 
-.PHONY: example run test test-full capacity build lint bench load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction build-PokeFunction build-RetentionFunction build-SequencerFunction
+.PHONY: example run test test-full capacity build lint bench bench-space load fuzz contract invoke invoke-all coldstart host-bootstrap clean tools build-SyncEventsFunction build-PokeFunction build-RetentionFunction build-SequencerFunction
 
 ## run: serve the real handler on $(ADDR), on the embedded backend unless DYNAMODB_ENDPOINT is set
 run:
@@ -106,6 +106,10 @@ BENCHCOUNT ?= 6
 bench: $(BIN)/benchstat
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) ./idempotency ./idempotency/dynamodbstore ./functions/sync-events/api ./functions/sync-events/simulation | tee $(BIN)/bench.txt
 	$(BIN)/benchstat $(BIN)/bench.txt
+
+## bench-space: one busy space's writers, 1 to 32, sustained (3,000 events and 30 s at least) beside bursts, 3 runs each on a fresh server (kumo; DYNOXIDE=its binary for dynoxide), medians by benchstat (scripts/bench-space.sh; docs/performance.md)
+bench-space: $(BIN)/benchstat
+	BENCHSTAT=$(BIN)/benchstat OUT=$(BIN) scripts/bench-space.sh
 
 ## load: make run's server on LOAD_ADDR (per-user rate limits off: it measures the service, not one user), driven by cmd/loadgen with CLIENTS clients for REQUESTS requests
 CLIENTS  ?= 16

@@ -167,25 +167,37 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			return classify(err)
 		}
 		if first, ok := g.FirstFailed(failed.Indexes); ok {
+			if acceptable {
+				// The role check failed: most often on the writer's own
+				// pending events, in a space still busy. The accept checks
+				// the role again and explains a refusal itself, so no read
+				// is spent here, and the environment stays on the accept
+				// path for the window as on a moved head.
+				err := l.accept(ctx, rec, evs, now)
+				if err == nil {
+					l.heads.contend(stream, now.Add(contendedFor))
+				}
+				return err
+			}
 			err := g.Refusal(ctx, first)
 			if !errors.Is(err, spaces.ErrMemberPending) {
 				return err
 			}
 			// The member has accepted events not yet placed: this one
-			// goes after them, accepted too, or once they are placed.
-			if acceptable {
-				return l.accept(ctx, rec, evs, now)
-			}
+			// goes once they are placed.
 			if attempt == maxHeadAttempts {
 				return fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
 			}
 			if err := l.markLeaving(ctx, evs[0], now); err != nil {
 				return err
 			}
-			if _, err := sequencer.Drain(ctx, l.t, stream); err != nil {
+			drained, ok, err := sequencer.DrainForHead(ctx, l.t, stream)
+			if err != nil {
 				return err
 			}
-			h = l.heads.get(stream)
+			if h = l.heads.get(stream); ok {
+				h = drained
+			}
 			continue
 		}
 		headItem, eventsFailed := splitHeadFailure(failed, extra, len(evs))

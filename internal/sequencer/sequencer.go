@@ -62,12 +62,37 @@ const yieldFor = time.Second
 // accept. Any number of Drains may run at once on one stream: every
 // write is conditioned, so they cost each other calls, never a position.
 func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) {
-	placed := 0
+	placed, _, err := drain(ctx, t, stream, nil)
+	return placed, err
+}
+
+// DrainForHead is Drain for a commit at the head that waits on it (a
+// removal waiting for the member's accepted events to be placed): it
+// returns the head as the drain left it (ok false: not known), so that
+// the commit is made at it, not at the head it knew before. A drain that
+// lost the head to other passes is no failure here: they place the same
+// events, and the commit's own condition tells whether enough were.
+func DrainForHead(ctx context.Context, t eventtable.Table, stream string) (head eventtable.Head, ok bool, err error) {
+	_, last, err := drain(ctx, t, stream, nil)
+	if errors.Is(err, idempotency.ErrTransactionConflict) {
+		return eventtable.Head{}, false, nil
+	}
+	if err != nil || last == nil {
+		return eventtable.Head{}, false, err
+	}
+	return *last, true, nil
+}
+
+// drain is Drain from head, the head as last seen (nil: read it), and
+// the head as its last pass left it: each pass after the first starts
+// from the head the one before wrote, so that a busy space's passes read
+// no head, only their front.
+func drain(ctx context.Context, t eventtable.Table, stream string, head *eventtable.Head) (placed int, last *eventtable.Head, err error) {
 	for {
-		n, more, err := pass(ctx, t, stream)
-		placed += n
+		n, more, next, err := pass(ctx, t, stream, head)
+		placed, head = placed+n, next
 		if err != nil || !more {
-			return placed, err
+			return placed, head, err
 		}
 	}
 }
@@ -82,46 +107,49 @@ func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) 
 // head from under the pass are accepted instead, and a pass rarely loses
 // the head. A pass that finds nothing pending writes nothing.
 func Pass(ctx context.Context, t eventtable.Table, stream string) (int, error) {
-	n, _, err := pass(ctx, t, stream)
+	n, _, _, err := pass(ctx, t, stream, nil)
 	return n, err
 }
 
-// pass is Pass, reporting too whether more events were pending behind
-// those it placed when it read them.
-func pass(ctx context.Context, t eventtable.Table, stream string) (placed int, more bool, err error) {
-	head, err := t.ReadHead(ctx, stream)
-	if err != nil {
-		return 0, false, err
+// pass is Pass from known, the head as last seen (nil: read it),
+// reporting too whether more events were pending behind those it placed
+// when it read them, and the head as it left it (nil: not known).
+func pass(ctx context.Context, t eventtable.Table, stream string, known *eventtable.Head) (placed int, more bool, _ *eventtable.Head, err error) {
+	var head eventtable.Head
+	if known != nil {
+		head = *known
+	} else if head, err = t.ReadHead(ctx, stream); err != nil {
+		return 0, false, nil, err
 	}
 	for attempt := 1; ; attempt++ {
 		batch, more, err := front(ctx, t, stream)
 		if err != nil || len(batch) == 0 {
-			return 0, false, err
+			return 0, false, &head, err
 		}
 		// Something to place: the head gives way first, if it does not
 		// already, so that no write takes it from under this pass.
 		if !head.YieldUntil.After(time.Now()) {
 			if head, err = yield(ctx, t, stream); err != nil {
-				return 0, false, err
+				return 0, false, nil, err
 			}
 		}
-		err = place(ctx, t, stream, head, batch)
+		next, err := place(ctx, t, stream, head, batch)
 		var cancelled *types.TransactionCanceledException
 		if !errors.As(err, &cancelled) {
 			if err != nil {
-				return 0, false, dynamodbstore.Classify(fmt.Errorf("sequence %d events: %w", len(batch), err))
+				return 0, false, nil, dynamodbstore.Classify(fmt.Errorf("sequence %d events: %w", len(batch), err))
 			}
-			return len(batch), more, nil
+			return len(batch), more, &next, nil
 		}
 		if attempt == maxHeadAttempts {
-			return 0, false, fmt.Errorf("%w: the head of the stream kept moving while sequencing", idempotency.ErrTransactionConflict)
+			return 0, false, nil, fmt.Errorf("%w: the head of the stream kept moving while sequencing", idempotency.ErrTransactionConflict)
 		}
 		// The head moved (a commit that cannot be accepted, one under way
 		// as the head was told to give way, another pass) or an event was
 		// placed by another pass: the head as the failure returned it, or
 		// read again, and the front read again.
 		if head, err = headAfter(ctx, t, stream, cancelled); err != nil {
-			return 0, false, err
+			return 0, false, nil, err
 		}
 	}
 }
@@ -224,8 +252,9 @@ func decode(item map[string]types.AttributeValue) (pending, int, error) {
 
 // place is one transaction: each of batch at the positions after head,
 // each conditioned on still being pending; their members' counts taken
-// back; the head moved past them, conditioned on being at head.
-func place(ctx context.Context, t eventtable.Table, stream string, head eventtable.Head, batch []pending) error {
+// back; the head moved past them, conditioned on being at head. It
+// returns the head it wrote.
+func place(ctx context.Context, t eventtable.Table, stream string, head eventtable.Head, batch []pending) (eventtable.Head, error) {
 	writes := make([]types.TransactWriteItem, 0, len(batch)+2)
 	counts := map[string]int{}
 	var authors []string
@@ -251,7 +280,7 @@ func place(ctx context.Context, t eventtable.Table, stream string, head eventtab
 	next := eventtable.Head{Seq: head.Seq + uint64(len(batch)), Bucket: head.Bucket, YieldUntil: time.Now().Add(yieldFor)}
 	writes = append(writes, t.MoveHead(stream, head.Seq, next, time.Time{}))
 	_, err := t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
-	return err
+	return next, err
 }
 
 // headAfter is the head a cancelled pass found: as the failure returned

@@ -76,8 +76,10 @@ func (w *Worker) Wake(stream string) {
 var retry = idempotency.Backoff{Base: 10 * time.Millisecond, Max: time.Second}
 
 func (w *Worker) run(stream string) {
+	var head *eventtable.Head // as the last drain left it: the next reads none
 	for attempt := 0; ; {
-		n, err := Drain(w.ctx, w.t, stream)
+		n, last, err := drain(w.ctx, w.t, stream, head)
+		head = last
 		w.mu.Lock()
 		w.placed += n
 		if n > 0 && w.onPlace != nil {

@@ -2,6 +2,7 @@ package simulation_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"slices"
@@ -166,29 +167,50 @@ func BenchmarkOneUserDevicesAtOnce(b *testing.B) {
 						return resp, id
 					}
 				}
-			})
+			}, nil)
 		})
 	}
 }
 
+// sustain, when set (go test -bench … -args -sustain 30s), keeps the
+// writers of the writer benchmarks writing for at least that long,
+// whatever b.N: a busy space's windows (an environment's accept window,
+// the head's yield, a member's accept limit) are a second each, so a
+// burst shorter than them never sees one lapse. make bench-space sets it.
+var sustain = flag.Duration("sustain", 0, "write for at least this long in the writer benchmarks, whatever b.N")
+
 // writersAtOnce has each of envs write, one event after another, until b.N
-// events are stored between them: write stores one, retrying as a client
-// does, and returns the answer it came to (a 201 or a failure of the
-// benchmark) and the event's id. A puller on an observer (its calls
-// uncounted, not held) walks path as reader meanwhile, as a device
-// following the stream would. It reports events per second, DynamoDB
-// calls per event, and the p50 and p99 time from an event's 201 to the
-// puller's first page that lists it.
-func writersAtOnce(b *testing.B, hs *apitest.Harness, envs []*apitest.Harness, path, reader string, write func(w int, env *apitest.Harness) (events.APIGatewayV2HTTPResponse, string)) {
+// events are stored between them and -sustain has passed: write stores
+// one, retrying as a client does, and returns the answer it came to (a
+// 201 or a failure of the benchmark) and the event's id. midway, if set,
+// runs once, beside the writers, when half of both are done, and returns
+// how many events of its own it added to path. A puller on
+// an observer (its calls uncounted, not held) walks path as reader
+// meanwhile, as a device following the stream would. It reports events
+// per second, DynamoDB calls per event, and the p50 and p99 time from an
+// event's 201 to the puller's first page that lists it.
+func writersAtOnce(b *testing.B, hs *apitest.Harness, envs []*apitest.Harness, path, reader string, write func(w int, env *apitest.Harness) (events.APIGatewayV2HTTPResponse, string), midway func() int) {
 	var stored atomic.Int64
 	var answered sync.Map // event id → time of its 201
 	follow := startFollower(hs, path, reader)
 	start := time.Now()
+	more := func(n int64) bool {
+		return stored.Load() < n || time.Since(start) < time.Duration(n)*(*sustain)/time.Duration(b.N)
+	}
 	b.ResetTimer()
 	var wg sync.WaitGroup
+	var own atomic.Int64 // events midway added
+	if midway != nil {
+		wg.Go(func() {
+			for more(int64(b.N / 2)) {
+				time.Sleep(time.Millisecond)
+			}
+			own.Store(int64(midway()))
+		})
+	}
 	for w, env := range envs {
 		wg.Go(func() {
-			for stored.Load() < int64(b.N) {
+			for more(int64(b.N)) {
 				resp, id := write(w, env)
 				if resp.StatusCode != 201 {
 					b.Errorf("writer %d: %d %s", w, resp.StatusCode, resp.Body)
@@ -202,7 +224,7 @@ func writersAtOnce(b *testing.B, hs *apitest.Harness, envs []*apitest.Harness, p
 	wg.Wait()
 	b.StopTimer()
 	elapsed := time.Since(start)
-	listed := follow(int(stored.Load()))
+	listed := follow(int(stored.Load() + own.Load()))
 	var lags []time.Duration
 	answered.Range(func(id, at any) bool {
 		if seen, ok := listed[id.(string)]; ok {

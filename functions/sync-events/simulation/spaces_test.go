@@ -192,15 +192,69 @@ func removalRace(t *testing.T, hs *apitest.Harness) {
 	t.Logf("%s: %d events; the removed writer's: %d before the removal, %d after, %d refused after", hs.B.Name, len(stream), before, after, refusedAfter.Load())
 }
 
+// TestAWriterWithAcceptedEventsStaysOnTheBusyPath: in a busy space (the
+// busy-space path on, nothing sequencing, so accepted events stay
+// pending), a writer whose accepted events wait, writing through an
+// environment that has not seen the space busy, is refused at the head by
+// their own pending count. That write is accepted at once, two calls in
+// all (no read of their member item), and the environment then counts the
+// space busy: the writer's next write there is one call, an accept. A
+// non-member's write is still refused as such.
+func TestAWriterWithAcceptedEventsStaysOnTheBusyPath(t *testing.T) {
+	hs := apitest.NewAccepting(t)
+	envs := hs.Environments(3)
+	spaceID := uuid.NewString()
+	if resp := spaceCall(t, hs, "POST", api.SpacesPath, "owner", `{"id":"`+spaceID+`","name":"busy"}`); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+	}
+	if resp := spaceCall(t, hs, "POST", "/api/v1/spaces/"+spaceID+"/members", "owner", `{"member":"w","role":"writer"}`); resp.StatusCode != 201 {
+		t.Fatalf("add: %d %s", resp.StatusCode, resp.Body)
+	}
+	path := "/api/v1/spaces/" + spaceID + "/events"
+	for _, step := range []struct {
+		name   string
+		env    int
+		user   string
+		status int
+		calls  int // a refusal's: at most (its reads vary by backend)
+	}{
+		{"at the head, in the environment that made the space", 0, "w", 201, 1},
+		{"accepted: the head moved since the environment saw it", 1, "w", 201, 2},
+		{"refused at the head by the writer's pending event, accepted", 2, "w", 201, 2},
+		{"the environment now counts the space busy: an accept", 2, "w", 201, 1},
+		{"and again", 2, "w", 201, 1},
+		{"a non-member, refused", 2, "stranger", 403, 3},
+	} {
+		env := envs[step.env]
+		if step.env == 0 {
+			env = hs // the environment that created the space knows its head
+		}
+		resp := spaceCall(t, env, "POST", path, step.user, apitest.EventBody(t, uuid.NewString()))
+		m, _ := env.LastMetrics(t)
+		if resp.StatusCode != step.status || m.DynamoDBCalls > step.calls || step.status == 201 && m.DynamoDBCalls != step.calls {
+			t.Fatalf("%s: %d in %d calls (%s); want %d in %d", step.name, resp.StatusCode, m.DynamoDBCalls, resp.Body, step.status, step.calls)
+		}
+	}
+	if hs.Accepts() != 4 {
+		t.Fatalf("%d writes accepted, want 4", hs.Accepts())
+	}
+}
+
 // BenchmarkOneSpaceMembersAtOnce is one space's write throughput: 1 to 32
 // members, each a writer in an environment of their own, posting at once,
 // every DynamoDB call held up to 8 ms (a round trip's order). The space's
 // head serialises its commits as one user's head serialises theirs
 // (BenchmarkOneUserDevicesAtOnce): its events/s is the figure to compare.
+// Midway, with two members or more, the owner removes the first writer
+// and adds them back, as a busy space's membership changes: removal-ms is
+// the time the removal took to be answered (it waits for that writer's
+// accepted events to be placed), with a client's retries.
 //
 // path=head is every write at the head; path=sequenced the busy-space
 // path (apitest.NewSequenced): writes found contended are accepted, and
-// the sequencer's calls are counted with the writers'.
+// the sequencer's calls are counted with the writers'. Run sustained
+// (-args -sustain 30s, make bench-space) to cross every window the
+// busy-space path has.
 func BenchmarkOneSpaceMembersAtOnce(b *testing.B) {
 	for _, path := range []struct {
 		name string
@@ -220,21 +274,69 @@ func oneSpaceMembersAtOnce(b *testing.B, hs *apitest.Harness, members int) {
 	if resp := spaceCall(b, hs, "POST", api.SpacesPath, "owner", `{"id":"`+spaceID+`","name":"bench"}`); resp.StatusCode != 201 {
 		b.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
-	for m := range members {
+	membersPath := "/api/v1/spaces/" + spaceID + "/members"
+	add := func(m int) {
 		body := fmt.Sprintf(`{"member":"m%d","role":"writer"}`, m)
-		if resp := spaceCall(b, hs, "POST", "/api/v1/spaces/"+spaceID+"/members", "owner", body); resp.StatusCode != 201 {
+		if resp := clientCall(b, hs, "POST", membersPath, "owner", body); resp.StatusCode != 201 {
 			b.Fatalf("add: %d %s", resp.StatusCode, resp.Body)
 		}
+	}
+	for m := range members {
+		add(m)
 	}
 	hs.B.Transport.Reset() // count the writes' calls only
 	hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
 	path := "/api/v1/spaces/" + spaceID + "/events"
+	// Midway, m0 is removed and added back: until then its refusals as a
+	// non-member wait, and the same request is sent again.
+	back := make(chan struct{})
+	var removal time.Duration
+	var midway func() int
+	if members > 1 {
+		midway = func() int {
+			start := time.Now()
+			if resp := clientCall(b, hs, "DELETE", membersPath+"/m0", "owner", ""); resp.StatusCode != 200 {
+				b.Errorf("remove: %d %s", resp.StatusCode, resp.Body)
+			}
+			removal = time.Since(start)
+			add(0)
+			close(back)
+			return 2 // the removal and the add, listed
+		}
+	}
 	writersAtOnce(b, hs, envs, path, "owner", func(m int, env *apitest.Harness) (events.APIGatewayV2HTTPResponse, string) {
 		id := uuid.NewString()
-		return spaceCall(b, env, "POST", path, fmt.Sprintf("m%d", m), apitest.EventBody(b, id)), id
-	})
+		key, body, user := uuid.NewString(), apitest.EventBody(b, id), fmt.Sprintf("m%d", m)
+		for {
+			resp := clientCall(b, env, "POST", path, user, body, key)
+			if m != 0 || resp.StatusCode != 403 || !strings.Contains(resp.Body, "SPACE_NOT_MEMBER") {
+				return resp, id
+			}
+			<-back
+		}
+	}, midway)
 	hs.Settle()
 	if n := hs.Sequenced(); n > 0 {
 		b.ReportMetric(float64(n), "sequenced")
+	}
+	if removal > 0 {
+		b.ReportMetric(float64(removal.Microseconds())/1000, "removal-ms")
+	}
+}
+
+// clientCall sends a request as a client does: under one key (key, or a
+// new one), again after each 503, 5 ms later (a Retry-After scaled down),
+// for up to 10 s.
+func clientCall(b *testing.B, hs *apitest.Harness, method, path, user, body string, key ...string) events.APIGatewayV2HTTPResponse {
+	k := uuid.NewString()
+	if len(key) > 0 {
+		k = key[0]
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp := hs.Call(method, path, user, k, body)
+		if resp.StatusCode != 503 || time.Now().After(deadline) {
+			return resp
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
