@@ -261,6 +261,7 @@ func TestCapacityUnitsOfABusySpace(t *testing.T) {
 		t.Skipf("%s reports no consumed capacity for TransactWriteItems; run this on dynoxide", hs.B.Name)
 	}
 	writers := capacity.Total()
+	writersOnSpace := onPartition(capacity.ByTable()[hs.B.Tables.Events])
 	writerCalls := hs.B.Transport.Total()
 
 	hs.B.Transport.Reset()
@@ -274,6 +275,7 @@ func TestCapacityUnitsOfABusySpace(t *testing.T) {
 		t.Errorf("the drain placed %d events; %d were accepted", placed, hs.Accepts())
 	}
 	seq := capacity.Total()
+	seqOnSpace := onPartition(capacity.ByTable()[hs.B.Tables.Events])
 	for op, c := range capacity.ByOperation() {
 		if ok := hs.B.Transport.Succeeded(op); c.Reported != ok {
 			t.Errorf("the sequencer's %s: %d of %d answered calls reported their capacity", op, c.Reported, ok)
@@ -286,4 +288,27 @@ func TestCapacityUnitsOfABusySpace(t *testing.T) {
 		hs.B.Name, len(answered), placed,
 		float64(writerCalls)/n, units(writers.WriteUnits/n), units(writers.ReadUnits/n),
 		float64(hs.B.Transport.Total())/p, units(seq.WriteUnits/p), units(seq.ReadUnits/p))
+	// The same space quiet: one writer at the head, in the environment
+	// that knows it.
+	hs.B.Transport.Reset()
+	capacity.Reset()
+	const quiet = 10
+	for range quiet {
+		if resp := hs.Call("POST", "/api/v1/spaces/"+spaceID+"/events", "m0", uuid.NewString(), apitest.EventBody(t, uuid.NewString())); resp.StatusCode != 201 {
+			t.Fatalf("a quiet write: %d %s", resp.StatusCode, resp.Body)
+		}
+	}
+	atHead := onPartition(capacity.ByTable()[hs.B.Tables.Events]) / quiet
+	// The events table's share but its global index's is the space's
+	// partition's: one item collection (the position index is local to
+	// it), which DynamoDB gives at most 1,000 WRU/s.
+	if onSpace := writersOnSpace/n + seqOnSpace/p; onSpace > 0 && atHead > 0 {
+		t.Logf("on the events table (the space's partition), per event: sequenced %s WRU (the writers' %s, the sequencer's %s), at most %.0f events/s a space at 1,000 WRU/s; at the head %s WRU (%.2f calls), at most %.0f events/s",
+			units(onSpace), units(writersOnSpace/n), units(seqOnSpace/p), 1000/onSpace,
+			units(atHead), float64(hs.B.Transport.Total())/quiet, 1000/atHead)
+	}
 }
+
+// onPartition is the write units of c spent on the table's partitions,
+// its local indexes included: all but its global indexes'.
+func onPartition(c ddbtest.OpCapacity) float64 { return c.WriteUnits - c.GlobalIndexWriteUnits }

@@ -11,13 +11,14 @@ import (
 )
 
 // Capacity is what DynamoDB says the calls of a client consumed: every
-// call asks for ReturnConsumedCapacity TOTAL, and the units each answer
+// call asks for ReturnConsumedCapacity INDEXES, and the units each answer
 // reports are added up per operation. The production code never asks (it
 // would only make its answers longer); tests measure with a client of
 // their own, MeasureCapacity's, which sends the same requests otherwise.
 type Capacity struct {
-	mu  sync.Mutex
-	ops map[string]OpCapacity
+	mu     sync.Mutex
+	ops    map[string]OpCapacity
+	tables map[string]OpCapacity // units only: a call may name several tables
 }
 
 // OpCapacity is the capacity the calls of one operation consumed.
@@ -32,13 +33,17 @@ type OpCapacity struct {
 	// request units for reads (GetItem, Query, BatchGetItem,
 	// TransactGetItems, Scan), write request units for writes.
 	ReadUnits, WriteUnits float64
+	// GlobalIndexWriteUnits is the part of WriteUnits spent on global
+	// secondary indexes, which live on partitions of their own (ByTable's
+	// only, where the backend reports it).
+	GlobalIndexWriteUnits float64
 }
 
 // MeasureCapacity returns a client like client, on the same transport (so
 // Transport still counts its calls and injects its faults), whose calls
 // ask for their consumed capacity, and the Capacity they add up in.
 func MeasureCapacity(client *dynamodb.Client) (*dynamodb.Client, *Capacity) {
-	c := &Capacity{ops: map[string]OpCapacity{}}
+	c := &Capacity{ops: map[string]OpCapacity{}, tables: map[string]OpCapacity{}}
 	measured := dynamodb.New(client.Options(), func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("ConsumedCapacity", c.handle), middleware.Before)
@@ -65,24 +70,34 @@ func (c *Capacity) handle(ctx context.Context, in middleware.InitializeInput, ne
 	for _, cc := range reported {
 		units := deref(cc.CapacityUnits)
 		r, w := deref(cc.ReadCapacityUnits), deref(cc.WriteCapacityUnits)
-		switch {
-		case r > 0 || w > 0:
-			o.ReadUnits += r
-			o.WriteUnits += w
-		case isWrite(op):
-			o.WriteUnits += units
-		default:
-			o.ReadUnits += units
+		if r == 0 && w == 0 {
+			if isWrite(op) {
+				w = units
+			} else {
+				r = units
+			}
 		}
+		o.ReadUnits += r
+		o.WriteUnits += w
+		table := c.tables[deref(cc.TableName)]
+		table.ReadUnits += r
+		table.WriteUnits += w
+		if isWrite(op) {
+			for _, gsi := range cc.GlobalSecondaryIndexes {
+				table.GlobalIndexWriteUnits += deref(gsi.CapacityUnits) + deref(gsi.WriteCapacityUnits)
+			}
+		}
+		c.tables[deref(cc.TableName)] = table
 	}
 	c.ops[op] = o
 	return out, md, err
 }
 
-// askForCapacity is a copy of the input that asks for TOTAL consumed
-// capacity; the caller's own input is left as it was.
+// askForCapacity is a copy of the input that asks for its consumed
+// capacity, in all and per index (INDEXES); the caller's own input is
+// left as it was.
 func askForCapacity(params any) any {
-	const total = types.ReturnConsumedCapacityTotal
+	const total = types.ReturnConsumedCapacityIndexes // the total, and each index's
 	switch in := params.(type) {
 	case *dynamodb.TransactWriteItemsInput:
 		cp := *in
@@ -163,11 +178,12 @@ func isWrite(op string) bool {
 	return false
 }
 
-func deref(f *float64) float64 {
-	if f == nil {
-		return 0
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	return *f
+	return *p
 }
 
 // Reset forgets what was measured so far.
@@ -175,6 +191,15 @@ func (c *Capacity) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ops = map[string]OpCapacity{}
+	c.tables = map[string]OpCapacity{}
+}
+
+// ByTable is the units measured since the last Reset, per table (their
+// Calls and Reported are 0: one call may consume on several tables).
+func (c *Capacity) ByTable() map[string]OpCapacity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.tables)
 }
 
 // ByOperation is what was measured since the last Reset, per operation.
