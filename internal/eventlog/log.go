@@ -127,6 +127,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 	if g != nil && g.NewStream != nil {
 		h = eventtable.Head{}
 	}
+	leaving := false // a removal's member marked leaving (markLeaving)
 	for attempt := 1; ; attempt++ {
 		bucket, wait, ok := l.changes.Take(h.Bucket, now)
 		if !ok {
@@ -188,16 +189,10 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			if attempt == maxHeadAttempts {
 				return fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
 			}
-			if err := l.markLeaving(ctx, evs[0], now); err != nil {
+			if h, err = l.awaitPlaced(ctx, evs[0], now, !leaving); err != nil {
 				return err
 			}
-			drained, ok, err := sequencer.DrainForHead(ctx, l.t, stream)
-			if err != nil {
-				return err
-			}
-			if h = l.heads.get(stream); ok {
-				h = drained
-			}
+			leaving = true
 			continue
 		}
 		headItem, eventsFailed := splitHeadFailure(failed, extra, len(evs))
@@ -221,18 +216,51 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 	}
 }
 
-// markLeaving, for a removal, stops the removed member's accepts for a
-// while, so that their pending count can come down to 0 for it.
-func (l *Log) markLeaving(ctx context.Context, ev syncevent.Event, now time.Time) error {
-	if ev.Type != syncevent.MemberRemovedType {
-		return nil
-	}
+// awaitPlaced, for a removal refused because the member has accepted
+// events not yet placed, marks the member leaving (unless marked already),
+// so that their pending count can only come down, then places the space's
+// front, pass after pass, until that count is 0, and returns the head to
+// commit at. Its passes race the sequencer's, whose wins place the same
+// events: only the count says when to stop. Removals are rare; a busy
+// space's backlog is the wait, not the races.
+func (l *Log) awaitPlaced(ctx context.Context, ev syncevent.Event, now time.Time, mark bool) (eventtable.Head, error) {
 	var p spaces.MembershipPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" {
-		return nil // the guard read the same payload; nothing to mark
+	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" || ev.Type != syncevent.MemberRemovedType {
+		return eventtable.Head{}, fmt.Errorf("%w: a member has accepted events still being sequenced", idempotency.ErrTransactionConflict)
 	}
-	return spaces.MarkLeaving(ctx, l.t, ev.UserID, p.Member, now)
+	stream := ev.UserID
+	if mark {
+		if err := spaces.MarkLeaving(ctx, l.t, stream, p.Member, now); err != nil {
+			return eventtable.Head{}, err
+		}
+	}
+	for deadline := time.Now().Add(maxPlacedWait); ; {
+		head, ok, err := sequencer.PassForHead(ctx, l.t, stream)
+		if err != nil {
+			return eventtable.Head{}, err
+		}
+		pending, err := spaces.Pending(ctx, l.t, stream, p.Member)
+		if err != nil {
+			return eventtable.Head{}, err
+		}
+		if !pending {
+			if !ok {
+				return l.t.ReadHead(ctx, stream)
+			}
+			return head, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return eventtable.Head{}, err
+		}
+		if time.Now().After(deadline) {
+			return eventtable.Head{}, fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
+		}
+	}
 }
+
+// maxPlacedWait bounds a removal's wait for the member's accepted events
+// to be placed; past it the request is a conflict, retried.
+const maxPlacedWait = 10 * time.Second
 
 // accept stores evs, a space's, under pending keys with rec and the
 // writer's role check, which counts them on their member item: no head is

@@ -66,14 +66,15 @@ func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) 
 	return placed, err
 }
 
-// DrainForHead is Drain for a commit at the head that waits on it (a
+// PassForHead is Pass for a commit at the head that waits on it (a
 // removal waiting for the member's accepted events to be placed): it
-// returns the head as the drain left it (ok false: not known), so that
-// the commit is made at it, not at the head it knew before. A drain that
-// lost the head to other passes is no failure here: they place the same
-// events, and the commit's own condition tells whether enough were.
-func DrainForHead(ctx context.Context, t eventtable.Table, stream string) (head eventtable.Head, ok bool, err error) {
-	_, last, err := drain(ctx, t, stream, nil)
+// returns the head as the pass left it (ok false: not known), so that the
+// commit is made at it, not at the head it knew before. A pass that lost
+// the head to other passes is no failure here, and it does not try again:
+// they place the same events, and the waiting commit reads whether
+// enough were.
+func PassForHead(ctx context.Context, t eventtable.Table, stream string) (head eventtable.Head, ok bool, err error) {
+	_, _, last, err := pass(ctx, t, stream, nil, 1)
 	if errors.Is(err, idempotency.ErrTransactionConflict) {
 		return eventtable.Head{}, false, nil
 	}
@@ -89,7 +90,7 @@ func DrainForHead(ctx context.Context, t eventtable.Table, stream string) (head 
 // no head, only their front.
 func drain(ctx context.Context, t eventtable.Table, stream string, head *eventtable.Head) (placed int, last *eventtable.Head, err error) {
 	for {
-		n, more, next, err := pass(ctx, t, stream, head)
+		n, more, next, err := pass(ctx, t, stream, head, maxHeadAttempts)
 		placed, head = placed+n, next
 		if err != nil || !more {
 			return placed, head, err
@@ -107,14 +108,15 @@ func drain(ctx context.Context, t eventtable.Table, stream string, head *eventta
 // head from under the pass are accepted instead, and a pass rarely loses
 // the head. A pass that finds nothing pending writes nothing.
 func Pass(ctx context.Context, t eventtable.Table, stream string) (int, error) {
-	n, _, _, err := pass(ctx, t, stream, nil)
+	n, _, _, err := pass(ctx, t, stream, nil, maxHeadAttempts)
 	return n, err
 }
 
-// pass is Pass from known, the head as last seen (nil: read it),
-// reporting too whether more events were pending behind those it placed
-// when it read them, and the head as it left it (nil: not known).
-func pass(ctx context.Context, t eventtable.Table, stream string, known *eventtable.Head) (placed int, more bool, _ *eventtable.Head, err error) {
+// pass is Pass from known, the head as last seen (nil: read it), in at
+// most attempts transactions, reporting too whether more events were
+// pending behind those it placed when it read them, and the head as it
+// left it (nil: not known).
+func pass(ctx context.Context, t eventtable.Table, stream string, known *eventtable.Head, attempts int) (placed int, more bool, _ *eventtable.Head, err error) {
 	var head eventtable.Head
 	if known != nil {
 		head = *known
@@ -141,7 +143,7 @@ func pass(ctx context.Context, t eventtable.Table, stream string, known *eventta
 			}
 			return len(batch), more, &next, nil
 		}
-		if attempt == maxHeadAttempts {
+		if attempt == attempts {
 			return 0, false, nil, fmt.Errorf("%w: the head of the stream kept moving while sequencing", idempotency.ErrTransactionConflict)
 		}
 		// The head moved (a commit that cannot be accepted, one under way

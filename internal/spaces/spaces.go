@@ -341,6 +341,13 @@ func MarkLeaving(ctx context.Context, t eventtable.Table, stream, member string,
 	return nil
 }
 
+// Pending reports whether member of stream has accepted events not yet
+// placed, read with strong consistency (false when not a member).
+func Pending(ctx context.Context, t eventtable.Table, stream, member string) (bool, error) {
+	m, err := readMember(ctx, t, stream, member)
+	return m.pending, err
+}
+
 // Placed is the write of a sequencer's pass that takes n of member's
 // events off their pending count once placed: conditioned on the member
 // item being there, which it is while the count is above 0 (a removal
