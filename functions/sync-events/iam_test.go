@@ -18,10 +18,8 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/retention"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
@@ -350,11 +348,11 @@ func TestSequencerRoleGrantsEveryCallAPassMakes(t *testing.T) {
 	var on atomic.Bool
 	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, on.Load)
 	on.Store(true)
-	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
-	if n, err := sequencer.Drain(context.Background(), tb, spaces.Stream(spaceID)); err != nil || n == 0 {
+	tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	if n, err := eventstore.Drain(context.Background(), tb, eventstore.SpaceStream(spaceID)); err != nil || n == 0 {
 		t.Fatalf("Drain = %d, %v", n, err)
 	}
-	if _, err := sequencer.Sweep(context.Background(), tb, time.Now()); err != nil {
+	if _, err := eventstore.Sweep(context.Background(), tb, time.Now()); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
 	on.Store(false)

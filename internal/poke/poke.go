@@ -22,8 +22,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/headstream"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // The channel namespaces: user u's channel is /users/u, space s's is
@@ -118,12 +117,12 @@ type Report struct {
 // which would stop the shard.
 func Handle(ctx context.Context, pub Publisher, ev events.DynamoDBEvent) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	latest, heads := headstream.Moved(ev.Records)
+	latest, heads := eventstore.MovedHeads(ev.Records)
 	rep.Heads = heads
 	pokes := make([]Poke, 0, len(latest))
 	for stream, cursor := range latest {
 		ch, ok := Channel(stream)
-		if id, space := spaces.ID(stream); space {
+		if id, space := eventstore.SpaceID(stream); space {
 			ch, ok = SpaceChannel(id)
 		}
 		if !ok {

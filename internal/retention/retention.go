@@ -24,7 +24,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // Trimmer trims one stream: *Table.
@@ -61,7 +61,7 @@ const reserve = 20 * time.Second
 // near are deferred, not failed: each is trimmed on at its next commit.
 func Handle(ctx context.Context, t Trimmer, p Policy, ev events.DynamoDBEvent, now time.Time) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	moved, _ := headstream.Moved(ev.Records)
+	moved, _ := eventstore.MovedHeads(ev.Records)
 	streams := slices.Sorted(maps.Keys(moved))
 	rep.Streams = len(streams)
 	cutoff := now.Add(-p.Keep)

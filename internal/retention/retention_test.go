@@ -12,8 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -43,7 +42,7 @@ func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 	for user, n := range posts {
 		for range n {
 			apitest.WantResponse(t, hs.Post(user, uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
-			rec, ok, err := headstream.Record(context.Background(), eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, user)
+			rec, ok, err := eventstore.HeadRecord(context.Background(), eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, user)
 			if err != nil || !ok {
 				t.Fatalf("head of %s: %v %v", user, ok, err)
 			}

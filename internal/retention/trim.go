@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -26,11 +26,11 @@ import (
 // finds a later one (Read).
 
 // Table trims the streams of one events table.
-type Table struct{ t eventtable.Table }
+type Table struct{ t eventstore.Table }
 
 // NewTable is the Table of the events table called name.
 func NewTable(client *dynamodb.Client, name string) *Table {
-	return &Table{eventtable.Table{Client: client, Name: name}}
+	return &Table{eventstore.Table{Client: client, Name: name}}
 }
 
 // raiseFloor sets the floor item's attribute name to n unless it is at n
@@ -43,18 +43,18 @@ func (l *Table) raiseFloor(ctx context.Context, stream, name string, n uint64) (
 	_, err := l.t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{
 			TableName:                 aws.String(l.t.Name),
-			Key:                       eventtable.Key(stream, eventtable.HeadID),
+			Key:                       eventstore.Key(stream, eventstore.HeadID),
 			ConditionExpression:       aws.String("attribute_exists(#s) AND #s > :n"),
-			ExpressionAttributeNames:  map[string]string{"#s": eventtable.AttrSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventtable.N(n)},
+			ExpressionAttributeNames:  map[string]string{"#s": eventstore.AttrSeq},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventstore.N(n)},
 		}},
 		{Update: &types.Update{
 			TableName:                 aws.String(l.t.Name),
-			Key:                       eventtable.Key(stream, eventtable.FloorID),
+			Key:                       eventstore.Key(stream, eventstore.FloorID),
 			UpdateExpression:          aws.String("SET #n = :n"),
 			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
 			ExpressionAttributeNames:  map[string]string{"#n": name},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventtable.N(n)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventstore.N(n)},
 		}},
 	}})
 	if err == nil {
@@ -103,7 +103,7 @@ func (l *Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit
 		return TrimResult{}, err
 	}
 	if to > f.Seq {
-		ok, err := l.raiseFloor(ctx, stream, eventtable.AttrSeq, to)
+		ok, err := l.raiseFloor(ctx, stream, eventstore.AttrSeq, to)
 		if err != nil || !ok {
 			return TrimResult{Floor: f.Seq}, err // the stream was erased meanwhile
 		}
@@ -112,7 +112,7 @@ func (l *Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit
 		return TrimResult{}, err
 	}
 	if gone > f.Trimmed {
-		if _, err := l.raiseFloor(ctx, stream, eventtable.AttrTrimmed, gone); err != nil {
+		if _, err := l.raiseFloor(ctx, stream, eventstore.AttrTrimmed, gone); err != nil {
 			return TrimResult{}, err
 		}
 	}
@@ -125,18 +125,18 @@ func (l *Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit
 // that has a successor, up to limit in all. to is the floor after them;
 // gone is how far every event will be gone once they are deleted: to,
 // unless the limit stopped it among the leftovers below f.Seq.
-func (l *Table) trimmable(ctx context.Context, stream string, f eventtable.Floor, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
+func (l *Table) trimmable(ctx context.Context, stream string, f eventstore.Floor, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
 	to, gone = f.Seq, f.Trimmed
 	if limit <= 0 {
 		return nil, to, gone, nil
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                aws.String(l.t.Name),
-		IndexName:                aws.String(eventtable.ByReceivedIndex),
+		IndexName:                aws.String(eventstore.ByReceivedIndex),
 		KeyConditionExpression:   aws.String("#u = :u AND #rk BETWEEN :after AND :last"),
-		ExpressionAttributeNames: map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition, "#id": eventtable.AttrID},
+		ExpressionAttributeNames: map[string]string{"#u": eventstore.AttrStream, "#rk": eventstore.AttrPosition, "#id": eventstore.AttrID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":u": eventtable.S(stream), ":after": eventtable.S(syncevent.At(f.Trimmed + 1).SortKey()), ":last": eventtable.S(syncevent.At(1<<63 - 1).SortKey()),
+			":u": eventstore.S(stream), ":after": eventstore.S(syncevent.At(f.Trimmed + 1).SortKey()), ":last": eventstore.S(syncevent.At(1<<63 - 1).SortKey()),
 		},
 		ProjectionExpression: aws.String("#id, #rk, received_at"),
 		ConsistentRead:       aws.Bool(true),
@@ -192,19 +192,19 @@ type trimCandidate struct {
 
 func decodeCandidate(item map[string]types.AttributeValue) (trimCandidate, error) {
 	var c trimCandidate
-	id, ok1 := item[eventtable.AttrID].(*types.AttributeValueMemberS)
-	rk, ok2 := item[eventtable.AttrPosition].(*types.AttributeValueMemberS)
-	at, ok3 := item[eventtable.AttrReceivedAt].(*types.AttributeValueMemberS)
+	id, ok1 := item[eventstore.AttrID].(*types.AttributeValueMemberS)
+	rk, ok2 := item[eventstore.AttrPosition].(*types.AttributeValueMemberS)
+	at, ok3 := item[eventstore.AttrReceivedAt].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 || !ok3 {
-		return c, fmt.Errorf("%w: an event to trim lacks its id, position or receive time", eventtable.ErrBadItem)
+		return c, fmt.Errorf("%w: an event to trim lacks its id, position or receive time", eventstore.ErrBadItem)
 	}
 	pos, err := syncevent.ParseSortKey(rk.Value)
 	if err != nil {
-		return c, fmt.Errorf("%w: received_key: %w", eventtable.ErrBadItem, err)
+		return c, fmt.Errorf("%w: received_key: %w", eventstore.ErrBadItem, err)
 	}
 	received, err := time.Parse(syncevent.TimestampLayout, at.Value)
 	if err != nil {
-		return c, fmt.Errorf("%w: received_at: %w", eventtable.ErrBadItem, err)
+		return c, fmt.Errorf("%w: received_at: %w", eventstore.ErrBadItem, err)
 	}
 	return trimCandidate{id: id.Value, seq: pos.Seq, received: received}, nil
 }
@@ -217,12 +217,12 @@ func (l *Table) deleteEvents(ctx context.Context, stream string, ids []string) e
 		reqs := make([]types.WriteRequest, n)
 		for i, id := range ids[:n] {
 			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{
-				Key: eventtable.Key(stream, id),
+				Key: eventstore.Key(stream, id),
 			}}
 		}
 		ids = ids[n:]
 		req := map[string][]types.WriteRequest{l.t.Name: reqs}
-		err := eventtable.UntilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
+		err := eventstore.UntilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
 			out, err := l.t.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
 			if err != nil {
 				return false, err

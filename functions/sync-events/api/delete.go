@@ -11,7 +11,7 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
-	"github.com/sync-events/sync-events/internal/deletion"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -43,7 +43,7 @@ func deleteEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event
 	}
 	return mutation.Plan[syncevent.Event]{
 		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
-			payload, err := json.Marshal(deletion.Payload{ID: id})
+			payload, err := json.Marshal(eventstore.DeletionPayload{ID: id})
 			if err != nil {
 				return idempotency.Execution[syncevent.Event]{}, err
 			}

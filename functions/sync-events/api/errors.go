@@ -8,7 +8,7 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // The API's own error codes, next to package errcode's (and the event
@@ -44,7 +44,7 @@ func user(r *mutation.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) || spaces.IsStream(sub) {
+	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) || eventstore.IsSpaceStream(sub) {
 		return "", errCallerIDUnsupported
 	}
 	return sub, nil

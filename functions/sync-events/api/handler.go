@@ -22,9 +22,9 @@ import (
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -46,7 +46,7 @@ type EventReader interface {
 	// they are not a member.
 	Role(ctx context.Context, stream, user string) (role string, found bool, _ error)
 	// Spaces lists user's spaces with their role.
-	Spaces(ctx context.Context, user string) ([]spaces.Listing, error)
+	Spaces(ctx context.Context, user string) ([]eventstore.SpaceListing, error)
 }
 
 // Handler answers the function's API Gateway requests.
@@ -178,7 +178,7 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 			return h.fail(limited(errRefusalsLimited, wait), req.RequestContext.HTTP.Method)
 		}
 		defer func() {
-			if c := out.Code; c == spaces.ErrNotMember.Code || c == spaces.ErrRoleForbids.Code {
+			if c := out.Code; c == eventstore.ErrNotMember.Code || c == eventstore.ErrRoleForbids.Code {
 				h.refused.Take(caller, time.Now())
 			}
 		}()

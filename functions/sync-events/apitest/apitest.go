@@ -32,10 +32,9 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/devserver"
 	"github.com/sync-events/sync-events/internal/metrics"
-	"github.com/sync-events/sync-events/internal/sequencer"
 )
 
 // Harness is the real handler on a real DynamoDB-compatible backend: one
@@ -48,7 +47,7 @@ type Harness struct {
 	cfg config.Config
 	// sequencer, when set (NewSequenced), sequences what every
 	// environment on the backend accepts.
-	sequencer *sequencer.Worker
+	sequencer *eventstore.Worker
 	// accepts, when set (NewAccepting), counts every environment's accepts.
 	accepts *atomic.Int64
 
@@ -99,7 +98,7 @@ func (hs *Harness) Output() api.Output {
 }
 
 // NewSequenced is New with the busy-space path on
-// (eventlog.Log.AcceptWhenContended) in every environment of the
+// (eventstore.Store.AcceptWhenContended) in every environment of the
 // backend, and one sequencer for them all, on the backend's client (its
 // calls counted, its faults injected), as the poke function is one
 // consumer of the table's stream deployed.
@@ -108,7 +107,7 @@ func NewSequenced(t testing.TB) *Harness {
 	hs := &Harness{T: t, B: ddbtest.Start(t)}
 	hs.cfg = TablesConfig(hs.B.Tables)
 	hs.cfg.SequencedSpaceWrites = true
-	hs.sequencer = sequencer.NewWorker(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, nil)
+	hs.sequencer = eventstore.NewWorker(eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, nil)
 	t.Cleanup(hs.sequencer.Close)
 	hs.Rewire()
 	return hs

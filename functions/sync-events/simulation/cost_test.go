@@ -18,7 +18,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -336,7 +336,7 @@ func BenchmarkCatchUp(b *testing.B) {
 // log, 50 to a transaction, as a batch would.
 func seedEvents(b *testing.B, hs *apitest.Harness, user string, n int) {
 	b.Helper()
-	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger(), ratelimit.Bucket{})
 	now := time.Now().UTC()
 	for done := 0; done < n; {
 		batch := make([]syncevent.Event, min(50, n-done))

@@ -10,7 +10,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // localTables are the table names local tools use when the environment
@@ -71,5 +71,5 @@ func EnsureTables(ctx context.Context, client *dynamodb.Client, names ddb.TableN
 	if err := dynamodbstore.CreateTable(ctx, client, dynamodbstore.TableInput(names.Ledger), dynamodbstore.TTLInput(names.Ledger)); err != nil {
 		return err
 	}
-	return dynamodbstore.CreateTable(ctx, client, eventtable.TableInput(names.Events), nil)
+	return dynamodbstore.CreateTable(ctx, client, eventstore.TableInput(names.Events), nil)
 }

@@ -1,4 +1,4 @@
-package eventlog_test
+package eventstore_test
 
 // Reads across retention's floor: the trims are package retention's
 // (Table.Trim), what a read finds after them this package's.
@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -65,7 +65,7 @@ func putFloor(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
 	putNumbers(t, b, stream, "floor", map[string]uint64{"seq": seq})
 }
 
-func readSeqs(t *testing.T, log *eventlog.Log, stream string, after uint64) ([]uint64, error) {
+func readSeqs(t *testing.T, log *eventstore.Store, stream string, after uint64) ([]uint64, error) {
 	t.Helper()
 	var got []uint64
 	for ev, err := range log.Read(context.Background(), stream, syncevent.At(after), 3) {
@@ -90,7 +90,7 @@ func seqRange(from, to uint64) []uint64 {
 // stays is read from the start as the stream.
 func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	trim := retention.NewTable(b.Client, b.Tables.Events)
 	tests := []struct {
 		name       string
@@ -146,7 +146,7 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 // the floor, still just ends the read.
 func TestReadAcrossTheFloor(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	trim := retention.NewTable(b.Client, b.Tables.Events)
 	const stream = "floor-reader"
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
@@ -171,7 +171,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 	for _, tt := range tests {
 		got, err := readSeqs(t, log, stream, tt.after)
 		if tt.expired {
-			if !errors.Is(err, eventlog.ErrCursorExpired) || len(got) > 0 {
+			if !errors.Is(err, eventstore.ErrCursorExpired) || len(got) > 0 {
 				t.Errorf("read after %d: %v, %v; want CURSOR_EXPIRED and nothing", tt.after, got, err)
 			}
 			continue
@@ -187,7 +187,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 // floor still read what is there.
 func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	trim := retention.NewTable(b.Client, b.Tables.Events)
 	const stream = "cut-off"
 	putStream(t, b, stream, 6)
@@ -204,7 +204,7 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	if got, err := readSeqs(t, log, stream, 0); err != nil || !slices.Equal(got, seqRange(4, 6)) {
 		t.Fatalf("read from the start: %v, %v", got, err)
 	}
-	if _, err := readSeqs(t, log, stream, 1); !errors.Is(err, eventlog.ErrCursorExpired) {
+	if _, err := readSeqs(t, log, stream, 1); !errors.Is(err, eventstore.ErrCursorExpired) {
 		t.Fatalf("read after 1: %v, want CURSOR_EXPIRED", err)
 	}
 }
@@ -215,7 +215,7 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 // among the leftovers reads on through what is there.
 func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	tests := []struct {
 		name   string
 		stored []uint64
@@ -278,7 +278,7 @@ func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 // new events read from the start.
 func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	trim := retention.NewTable(b.Client, b.Tables.Events)
 	for name, head := range map[string]uint64{"no head": 0, "begun again": 2} {
 		t.Run(name, func(t *testing.T) {

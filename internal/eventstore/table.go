@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -57,7 +57,7 @@ const FloorID = "floor"
 // position, so that a user's events are read in commit order with strong
 // consistency, and a sparse global index of pending events
 // (PendingIndex). Its stream holds new images: a head's tells that the
-// user's events moved (package headstream).
+// user's events moved (changes.go).
 func TableInput(name string) *dynamodb.CreateTableInput {
 	key := func(name string, t types.KeyType) types.KeySchemaElement {
 		return types.KeySchemaElement{AttributeName: aws.String(name), KeyType: t}

@@ -1,4 +1,19 @@
-package spaces
+// Spaces: streams of events shared by their members, each with a role. A
+// space's items live under the partition SpaceStream(id): its head and
+// its events, as a user's; its meta item (name, counts of members and
+// owners); and one item per member (role). Each member's own partition
+// holds a listing item per space they are in (role, name) and a count of
+// their spaces, so that a member lists their spaces with one Query and the
+// limits hold in the transactions that change them.
+//
+// Every commit to a space checks the caller's role in the same
+// transaction as its events, its head and its ledger record (checkRole):
+// no write can commit after a removal commits, which deletes the member
+// item the check reads. Membership changes are commits too: each writes an
+// event of a reserved type (syncevent.ReservedTypes) at the space's next
+// position, so a space's stream orders them with its events.
+
+package eventstore
 
 import (
 	"context"
@@ -18,7 +33,6 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -32,15 +46,8 @@ const (
 // ValidRole reports whether r is a role.
 func ValidRole(r string) bool { return r == RoleOwner || r == RoleWriter || r == RoleReader }
 
-// Event types of membership changes, written by the service alone.
-const (
-	TypeSpaceCreated  = syncevent.SpaceCreatedType
-	TypeMemberAdded   = syncevent.MemberAddedType
-	TypeMemberRemoved = syncevent.MemberRemovedType
-)
-
-// MembershipPayload is the payload of TypeSpaceCreated (Name) and of
-// TypeMemberAdded and TypeMemberRemoved (Member, Role: the role added, or
+// MembershipPayload is the payload of syncevent.SpaceCreatedType (Name) and of
+// syncevent.MemberAddedType and syncevent.MemberRemovedType (Member, Role: the role added, or
 // the one the removed member had, which the commit fills in).
 type MembershipPayload struct {
 	Name   string `json:"name,omitempty"`
@@ -54,19 +61,19 @@ const (
 	MaxUserSpaces   = 100
 )
 
-// StreamPrefix begins every space's stream id, and no user's: the API
+// SpaceStreamPrefix begins every space's stream id, and no user's: the API
 // refuses subs that begin so.
-const StreamPrefix = "space#"
+const SpaceStreamPrefix = "space#"
 
-// Stream is the stream id of space id: its partition in the events table.
-func Stream(id string) string { return StreamPrefix + id }
+// SpaceStream is the stream id of space id: its partition in the events table.
+func SpaceStream(id string) string { return SpaceStreamPrefix + id }
 
-// IsStream reports whether stream is a space's.
-func IsStream(stream string) bool { return strings.HasPrefix(stream, StreamPrefix) }
+// IsSpaceStream reports whether stream is a space's.
+func IsSpaceStream(stream string) bool { return strings.HasPrefix(stream, SpaceStreamPrefix) }
 
-// ID is the id of the space whose stream is stream, and false for a
+// SpaceID is the id of the space whose stream is stream, and false for a
 // user's stream.
-func ID(stream string) (string, bool) { return strings.CutPrefix(stream, StreamPrefix) }
+func SpaceID(stream string) (string, bool) { return strings.CutPrefix(stream, SpaceStreamPrefix) }
 
 // Sort keys of a space's and a member's items besides events and heads.
 const (
@@ -79,14 +86,14 @@ const (
 	attrOwners     = "owners"
 	attrSpaceCount = "n"
 	// attrPending is a member item's count of the member's events
-	// accepted and not yet sequenced (package sequencer): an accept adds
+	// accepted and not yet sequenced (sequence.go): an accept adds
 	// to it, the pass that places them takes it back.
 	attrPending = "pending"
 	// attrLeaving is until when (Unix ms) a member being removed is
-	// accepted nothing (MarkLeaving).
+	// accepted nothing (markMemberLeaving).
 	attrLeaving = "leaving_ms"
 	// attrAcceptWindow and attrAccepts are a member's accepts limit
-	// (AcceptLimit): the window they last accepted in, and how many
+	// (acceptLimit): the window they last accepted in, and how many
 	// requests of theirs it accepted.
 	attrAcceptWindow = "accept_window"
 	attrAccepts      = "accepts"
@@ -104,48 +111,47 @@ var (
 	ErrSpacesLimit   = errcode.New("USER_SPACES_LIMIT", fmt.Sprintf("This user is in %d spaces, the most one may be in", MaxUserSpaces))
 )
 
-// Guard is the guard of a commit of evs to stream, a space's, by caller:
-// a write's role check, or a membership change's items. A deletion's is
-// package deletion's.
-func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs []syncevent.Event) (*eventtable.Guard, error) {
-	g := NewGuard(t, stream, caller)
+// spaceGuard is the guard of a commit of evs to stream, a space's, by
+// caller: a write's role check, or a membership change's items.
+func spaceGuard(ctx context.Context, t Table, stream, caller string, evs []syncevent.Event) (*guard, error) {
+	g := newGuard(t, stream, caller)
 	op := evs[0].Type
-	if op != TypeSpaceCreated && op != TypeMemberAdded && op != TypeMemberRemoved {
-		CheckRole(g, t, stream, caller, RoleOwner, RoleWriter)
+	if op != syncevent.SpaceCreatedType && op != syncevent.MemberAddedType && op != syncevent.MemberRemovedType {
+		checkRole(g, t, stream, caller, RoleOwner, RoleWriter)
 		return g, nil
 	}
 	if len(evs) != 1 {
-		return nil, fmt.Errorf("spaces: a membership change is one event, got %d", len(evs))
+		return nil, fmt.Errorf("eventstore: a membership change is one event, got %d", len(evs))
 	}
 	var p MembershipPayload
 	if err := json.Unmarshal(evs[0].Payload, &p); err != nil {
-		return nil, fmt.Errorf("spaces: membership payload: %w", err)
+		return nil, fmt.Errorf("eventstore: membership payload: %w", err)
 	}
 	switch op {
-	case TypeSpaceCreated:
+	case syncevent.SpaceCreatedType:
 		g.NewStream = ErrSpaceExists
 		g.Check(t.PutNew(stream, metaID, map[string]types.AttributeValue{
-			attrName: eventtable.S(p.Name), attrMembers: eventtable.N(1), attrOwners: eventtable.N(1),
+			attrName: S(p.Name), attrMembers: N(1), attrOwners: N(1),
 		}), ErrSpaceExists)
-		g.Check(t.Put(stream, memberPrefix+caller, map[string]types.AttributeValue{attrRole: eventtable.S(RoleOwner)}), nil)
+		g.Check(t.Put(stream, memberPrefix+caller, map[string]types.AttributeValue{attrRole: S(RoleOwner)}), nil)
 		joined(t, g, stream, caller, RoleOwner, p.Name)
-	case TypeMemberAdded:
+	case syncevent.MemberAddedType:
 		if p.Member == caller {
 			return nil, ErrAlreadyMember
 		}
-		CheckRole(g, t, stream, caller, RoleOwner)
-		g.Check(t.PutNew(stream, memberPrefix+p.Member, map[string]types.AttributeValue{attrRole: eventtable.S(p.Role)}), ErrAlreadyMember)
+		checkRole(g, t, stream, caller, RoleOwner)
+		g.Check(t.PutNew(stream, memberPrefix+p.Member, map[string]types.AttributeValue{attrRole: S(p.Role)}), ErrAlreadyMember)
 		g.Check(countMembers(t, stream, 1, p.Role == RoleOwner), ErrMembersLimit)
 		name, err := spaceName(ctx, t, stream)
 		if err != nil {
 			return nil, err
 		}
 		joined(t, g, stream, p.Member, p.Role, name)
-	case TypeMemberRemoved:
+	case syncevent.MemberRemovedType:
 		if p.Member != caller {
-			CheckRole(g, t, stream, caller, RoleOwner)
+			checkRole(g, t, stream, caller, RoleOwner)
 		}
-		had, found, err := Role(ctx, t, stream, p.Member)
+		had, found, err := t.Role(ctx, stream, p.Member)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +175,7 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 			case err != nil:
 				return err
 			case now.found && now.role == had && now.pending:
-				return ErrMemberPending
+				return errMemberPending
 			case now.found || found:
 				return fmt.Errorf("%w: the member changed while being removed", idempotency.ErrTransactionConflict)
 			default:
@@ -183,60 +189,60 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 		g.Check(countMembers(t, stream, -1, had == RoleOwner), ErrLastOwner)
 		left(t, g, stream, p.Member)
 	default:
-		return nil, fmt.Errorf("spaces: no such membership change %q", op)
+		return nil, fmt.Errorf("eventstore: no such membership change %q", op)
 	}
 	return g, nil
 }
 
 // joined adds member's listing item and counts the space among theirs.
-func joined(t eventtable.Table, g *eventtable.Guard, stream, member, role, name string) {
-	g.Check(t.Put(member, stream, map[string]types.AttributeValue{attrRole: eventtable.S(role), attrName: eventtable.S(name)}), nil)
+func joined(t Table, g *guard, stream, member, role, name string) {
+	g.Check(t.Put(member, stream, map[string]types.AttributeValue{attrRole: S(role), attrName: S(name)}), nil)
 	g.Check(types.TransactWriteItem{Update: &types.Update{
 		TableName:                aws.String(t.Name),
-		Key:                      eventtable.Key(member, userSpacesID),
+		Key:                      Key(member, userSpacesID),
 		UpdateExpression:         aws.String("ADD #n :one"),
 		ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :max"),
 		ExpressionAttributeNames: map[string]string{"#n": attrSpaceCount},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one": eventtable.N(1), ":max": eventtable.N(MaxUserSpaces),
+			":one": N(1), ":max": N(MaxUserSpaces),
 		},
 	}}, ErrSpacesLimit)
 }
 
 // left removes member's listing item and uncounts the space.
-func left(t eventtable.Table, g *eventtable.Guard, stream, member string) {
-	g.Check(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(t.Name), Key: eventtable.Key(member, stream)}}, nil)
+func left(t Table, g *guard, stream, member string) {
+	g.Check(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(t.Name), Key: Key(member, stream)}}, nil)
 	g.Check(types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(member, userSpacesID),
+		Key:                       Key(member, userSpacesID),
 		UpdateExpression:          aws.String("ADD #n :minus"),
 		ExpressionAttributeNames:  map[string]string{"#n": attrSpaceCount},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":minus": &types.AttributeValueMemberN{Value: "-1"}},
 	}}, nil)
 }
 
-// RoleCheck is the condition of a commit at the head that caller is a
+// roleCheck is the condition of a commit at the head that caller is a
 // member of stream with one of roles and has no accepted event waiting to
 // be sequenced: a commit at the head would be listed before it, against
 // the order the member wrote them in.
-func RoleCheck(t eventtable.Table, stream, caller string, roles ...string) types.TransactWriteItem {
+func roleCheck(t Table, stream, caller string, roles ...string) types.TransactWriteItem {
 	cond, names, values := roleCondition(roles)
 	names["#pn"] = attrPending
-	values[":zero"] = eventtable.N(0)
+	values[":zero"] = N(0)
 	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(stream, memberPrefix+caller),
+		Key:                       Key(stream, memberPrefix+caller),
 		ConditionExpression:       aws.String(cond + " AND " + noPending),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}
 }
 
-// CheckRole adds RoleCheck to g, its failure answered by what the member
+// checkRole adds roleCheck to g, its failure answered by what the member
 // item holds now: not a member, a role that may not, or (a role that may)
-// accepted events that were still waiting, ErrMemberPending.
-func CheckRole(g *eventtable.Guard, t eventtable.Table, stream, caller string, roles ...string) {
-	g.Check(RoleCheck(t, stream, caller, roles...), nil)
+// accepted events that were still waiting, errMemberPending.
+func checkRole(g *guard, t Table, stream, caller string, roles ...string) {
+	g.Check(roleCheck(t, stream, caller, roles...), nil)
 	if g.Explain == nil {
 		g.Explain = map[int]func(context.Context) error{}
 	}
@@ -247,65 +253,65 @@ func CheckRole(g *eventtable.Guard, t eventtable.Table, stream, caller string, r
 // events (#pn, :zero).
 const noPending = "(attribute_not_exists(#pn) OR #pn = :zero)"
 
-// AcceptLimit is each member's limit on accepted requests: at most Max
+// acceptLimit is each member's limit on accepted requests: at most Max
 // in each Window (windows of fixed length from the Unix epoch). The
 // head's bucket limits a stream's commits at the head; an accept does not
 // touch the head, so a space's limit on its busy path is each member's,
 // counted on the member item the accept's role check updates anyway: the
-// same call. The zero AcceptLimit is none.
-type AcceptLimit struct {
+// same call. The zero acceptLimit is none.
+type acceptLimit struct {
 	Window time.Duration
 	Max    int
 }
 
 // window is the number of the window at now.
-func (l AcceptLimit) window(now time.Time) int64 { return now.UnixMilli() / l.Window.Milliseconds() }
+func (l acceptLimit) window(now time.Time) int64 { return now.UnixMilli() / l.Window.Milliseconds() }
 
 // Ends is when the window holding now ends: when a member refused for
 // the limit may be accepted again.
-func (l AcceptLimit) Ends(now time.Time) time.Time {
+func (l acceptLimit) ends(now time.Time) time.Time {
 	return time.UnixMilli((l.window(now) + 1) * l.Window.Milliseconds())
 }
 
-// AcceptCheck is the role check of an accept (package eventlog): that
+// acceptCheck is the role check of an accept (commit.go): that
 // caller is an owner or a writer of stream, counting the n events it
 // accepts as theirs, pending, on their member item. A removal waits for
-// that count to come back to 0 (package sequencer takes it back as it
+// that count to come back to 0 (a pass takes it back as it
 // places them), so that none of them is listed after it.
 //
-// A member being removed (MarkLeaving) is accepted nothing until the mark
+// A member being removed (markMemberLeaving) is accepted nothing until the mark
 // lapses, so that their count can come down to 0.
 //
 // Under a limit, the request is counted in the window at now, and
 // refused if the member's count there is full. The check expects the
 // member item's window to be the current one (or none yet); from, when
 // not 0, is the earlier window the item was found at
-// (WhyNotAccepted's AcceptWindowPassedError), whose count the check starts
+// (whyNotAccepted's acceptWindowPassedError), whose count the check starts
 // over.
-func AcceptCheck(t eventtable.Table, stream, caller string, n int, now time.Time, limit AcceptLimit, from int64) types.TransactWriteItem {
+func acceptCheck(t Table, stream, caller string, n int, now time.Time, limit acceptLimit, from int64) types.TransactWriteItem {
 	cond, names, values := roleCondition([]string{RoleOwner, RoleWriter})
 	names["#pn"], names["#lv"] = attrPending, attrLeaving
-	values[":n"] = eventtable.N(uint64(n))
-	values[":now"] = eventtable.N(uint64(now.UnixMilli()))
+	values[":n"] = N(uint64(n))
+	values[":now"] = N(uint64(now.UnixMilli()))
 	cond += " AND (attribute_not_exists(#lv) OR #lv < :now)"
 	update := "ADD #pn :n"
 	if limit.Max > 0 {
 		names["#aw"], names["#ac"] = attrAcceptWindow, attrAccepts
-		values[":w"] = eventtable.N(uint64(limit.window(now)))
-		values[":one"] = eventtable.N(1)
+		values[":w"] = N(uint64(limit.window(now)))
+		values[":one"] = N(1)
 		if from == 0 {
-			values[":room"] = eventtable.N(uint64(limit.Max - 1))
+			values[":room"] = N(uint64(limit.Max - 1))
 			cond += " AND (attribute_not_exists(#aw) OR #aw = :w) AND (attribute_not_exists(#ac) OR #ac <= :room)"
 			update = "SET #aw = :w ADD #pn :n, #ac :one"
 		} else {
-			values[":from"] = eventtable.N(uint64(from))
+			values[":from"] = N(uint64(from))
 			cond += " AND #aw = :from"
 			update = "SET #aw = :w, #ac = :one ADD #pn :n"
 		}
 	}
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(stream, memberPrefix+caller),
+		Key:                       Key(stream, memberPrefix+caller),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
@@ -318,18 +324,18 @@ func AcceptCheck(t eventtable.Table, stream, caller string, n int, now time.Time
 // given up on (its request never retried) does not stop them for long.
 const leavingFor = 30 * time.Second
 
-// MarkLeaving stops member's accepts for leavingFor from now, so that a
+// markMemberLeaving stops member's accepts for leavingFor from now, so that a
 // removal waiting for their pending count to come down to 0 is not
 // outrun by their next accepts. A removal that commits deletes the mark
 // with the item; one that does not leaves it to lapse.
-func MarkLeaving(ctx context.Context, t eventtable.Table, stream, member string, now time.Time) error {
+func markMemberLeaving(ctx context.Context, t Table, stream, member string, now time.Time) error {
 	_, err := t.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(stream, memberPrefix+member),
+		Key:                       Key(stream, memberPrefix+member),
 		UpdateExpression:          aws.String("SET #lv = :until"),
 		ConditionExpression:       aws.String("attribute_exists(#r)"),
 		ExpressionAttributeNames:  map[string]string{"#lv": attrLeaving, "#r": attrRole},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventtable.N(uint64(now.Add(leavingFor).UnixMilli()))},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": N(uint64(now.Add(leavingFor).UnixMilli()))},
 	})
 	var gone *types.ConditionalCheckFailedException
 	if errors.As(err, &gone) {
@@ -341,14 +347,14 @@ func MarkLeaving(ctx context.Context, t eventtable.Table, stream, member string,
 	return nil
 }
 
-// Placed is the write of a sequencer's pass that takes n of member's
+// placedWrite is the write of a sequencer's pass that takes n of member's
 // events off their pending count once placed: conditioned on the member
 // item being there, which it is while the count is above 0 (a removal
 // waits for 0).
-func Placed(t eventtable.Table, stream, member string, n int) types.TransactWriteItem {
+func placedWrite(t Table, stream, member string, n int) types.TransactWriteItem {
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(stream, memberPrefix+member),
+		Key:                       Key(stream, memberPrefix+member),
 		UpdateExpression:          aws.String("ADD #pn :minus"),
 		ConditionExpression:       aws.String("attribute_exists(#r)"),
 		ExpressionAttributeNames:  map[string]string{"#pn": attrPending, "#r": attrRole},
@@ -356,12 +362,12 @@ func Placed(t eventtable.Table, stream, member string, n int) types.TransactWrit
 	}}
 }
 
-// WhyNotAccepted answers caller's failed AcceptCheck under limit at
+// whyNotAccepted answers caller's failed acceptCheck under limit at
 // now: not a member, a role that may not write, their accepts filling
-// the window (ErrAcceptsLimited), a count of an earlier window to start
-// over (*AcceptWindowPassedError), or ErrMemberPending for one being
+// the window (errAcceptsLimited), a count of an earlier window to start
+// over (*acceptWindowPassedError), or errMemberPending for one being
 // removed.
-func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller string, limit AcceptLimit, now time.Time) error {
+func whyNotAccepted(ctx context.Context, t Table, stream, caller string, limit acceptLimit, now time.Time) error {
 	roles := []string{RoleOwner, RoleWriter}
 	m, err := readMember(ctx, t, stream, caller)
 	if err != nil || !m.found || !slices.Contains(roles, m.role) || limit.Max == 0 {
@@ -369,33 +375,33 @@ func WhyNotAccepted(ctx context.Context, t eventtable.Table, stream, caller stri
 	}
 	switch w := limit.window(now); {
 	case m.acceptWindow != 0 && m.acceptWindow < w:
-		return &AcceptWindowPassedError{From: m.acceptWindow}
+		return &acceptWindowPassedError{From: m.acceptWindow}
 	case m.acceptWindow == w && m.accepts >= int64(limit.Max):
-		return ErrAcceptsLimited
+		return errAcceptsLimited
 	}
 	return whyRefusedMember(m, nil, roles)
 }
 
-// AcceptWindowPassedError is why an accept under a limit was refused when
+// acceptWindowPassedError is why an accept under a limit was refused when
 // the member item counts an earlier window, From: the caller checks
-// again from it (AcceptCheck), which starts the count over. It is never
+// again from it (acceptCheck), which starts the count over. It is never
 // an answer to a client.
-type AcceptWindowPassedError struct{ From int64 }
+type acceptWindowPassedError struct{ From int64 }
 
-func (e *AcceptWindowPassedError) Error() string {
-	return "spaces: the member's accepts were counted in an earlier window"
+func (e *acceptWindowPassedError) Error() string {
+	return "eventstore: the member's accepts were counted in an earlier window"
 }
 
-// ErrAcceptsLimited is why an accept was refused when the member's
-// requests fill their window (AcceptLimit): the caller answers that the
+// errAcceptsLimited is why an accept was refused when the member's
+// requests fill their window (acceptLimit): the caller answers that the
 // rate is exceeded, to retry at the window's end.
-var ErrAcceptsLimited = errors.New("spaces: the member's accepts fill the window")
+var errAcceptsLimited = errors.New("eventstore: the member's accepts fill the window")
 
-// ErrMemberPending is why a commit at the head was refused when the
+// errMemberPending is why a commit at the head was refused when the
 // member it checks has accepted events not yet sequenced: the caller
 // sequences the stream (or accepts instead) and tries again. It is never
 // an answer to a client.
-var ErrMemberPending = errors.New("spaces: the member has accepted events waiting to be sequenced")
+var errMemberPending = errors.New("eventstore: the member has accepted events waiting to be sequenced")
 
 // roleCondition is the condition that a member item's role is one of
 // roles, with its names and values.
@@ -404,17 +410,17 @@ func roleCondition(roles []string) (string, map[string]string, map[string]types.
 	in := make([]string, len(roles))
 	for i, r := range roles {
 		in[i] = ":r" + strconv.Itoa(i)
-		values[in[i]] = eventtable.S(r)
+		values[in[i]] = S(r)
 	}
 	return "#r IN (" + strings.Join(in, ", ") + ")", map[string]string{"#r": attrRole}, values
 }
 
 // countMembers adds delta to the space's members (and owners, if owner),
 // within the limits: at most MaxSpaceMembers, never the last owner gone.
-func countMembers(t eventtable.Table, stream string, delta int, owner bool) types.TransactWriteItem {
+func countMembers(t Table, stream string, delta int, owner bool) types.TransactWriteItem {
 	update, cond := "ADD #m :d", "#m < :max"
 	names := map[string]string{"#m": attrMembers}
-	values := map[string]types.AttributeValue{":d": eventtable.N(0), ":max": eventtable.N(MaxSpaceMembers)}
+	values := map[string]types.AttributeValue{":d": N(0), ":max": N(MaxSpaceMembers)}
 	values[":d"] = &types.AttributeValueMemberN{Value: strconv.Itoa(delta)}
 	if delta < 0 {
 		cond = "attribute_exists(#m)"
@@ -425,11 +431,11 @@ func countMembers(t eventtable.Table, stream string, delta int, owner bool) type
 		names["#o"] = attrOwners
 		if delta < 0 {
 			cond += " AND #o > :one"
-			values[":one"] = eventtable.N(1)
+			values[":one"] = N(1)
 		}
 	}
 	return types.TransactWriteItem{Update: &types.Update{
-		TableName: aws.String(t.Name), Key: eventtable.Key(stream, metaID), UpdateExpression: aws.String(update),
+		TableName: aws.String(t.Name), Key: Key(stream, metaID), UpdateExpression: aws.String(update),
 		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 	}}
 }
@@ -442,18 +448,18 @@ const noRole = "none"
 // still fails, and still tells a replay, its key recorded, from a member
 // who is not there, even if one is added meanwhile), and counts no pending
 // events: each was accepted before the removal, and is placed before it.
-func deleteMember(t eventtable.Table, stream, member, role string) types.TransactWriteItem {
+func deleteMember(t Table, stream, member, role string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{
-		TableName: aws.String(t.Name), Key: eventtable.Key(stream, memberPrefix+member),
+		TableName: aws.String(t.Name), Key: Key(stream, memberPrefix+member),
 		ConditionExpression:       aws.String("#r = :r AND " + noPending),
 		ExpressionAttributeNames:  map[string]string{"#r": attrRole, "#pn": attrPending},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":r": eventtable.S(role), ":zero": eventtable.N(0)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": S(role), ":zero": N(0)},
 	}}
 }
 
 // Role is user's role in the space of stream, read with strong
 // consistency; found is false when they are not a member.
-func Role(ctx context.Context, t eventtable.Table, stream, user string) (role string, found bool, _ error) {
+func (t Table) Role(ctx context.Context, stream, user string) (role string, found bool, _ error) {
 	m, err := readMember(ctx, t, stream, user)
 	return m.role, m.found, err
 }
@@ -463,11 +469,11 @@ type member struct {
 	role    string
 	found   bool
 	pending bool // events accepted, not yet sequenced
-	// acceptWindow and accepts are the accepts limit's count (AcceptLimit).
+	// acceptWindow and accepts are the accepts limit's count (acceptLimit).
 	acceptWindow, accepts int64
 }
 
-func readMember(ctx context.Context, t eventtable.Table, stream, user string) (member, error) {
+func readMember(ctx context.Context, t Table, stream, user string) (member, error) {
 	item, err := t.Get(ctx, stream, memberPrefix+user, "member")
 	if err != nil {
 		return member{}, err
@@ -481,14 +487,14 @@ func readMember(ctx context.Context, t eventtable.Table, stream, user string) (m
 	for name, into := range map[string]*int64{attrAcceptWindow: &m.acceptWindow, attrAccepts: &m.accepts} {
 		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 			if *into, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
-				return member{}, fmt.Errorf("%w: member %s: %w", eventtable.ErrBadItem, name, err)
+				return member{}, fmt.Errorf("%w: member %s: %w", ErrBadItem, name, err)
 			}
 		}
 	}
 	return m, nil
 }
 
-func spaceName(ctx context.Context, t eventtable.Table, stream string) (string, error) {
+func spaceName(ctx context.Context, t Table, stream string) (string, error) {
 	item, err := t.Get(ctx, stream, metaID, "space")
 	if err != nil {
 		return "", err
@@ -500,19 +506,19 @@ func spaceName(ctx context.Context, t eventtable.Table, stream string) (string, 
 	return name.Value, nil
 }
 
-// NewGuard is an empty guard of a commit to stream by caller whose role
-// checks (RoleCheck, refusal nil) are answered by whether caller is a
+// newGuard is an empty guard of a commit to stream by caller whose role
+// checks (roleCheck, refusal nil) are answered by whether caller is a
 // member at all: ErrRoleForbids or ErrNotMember.
-func NewGuard(t eventtable.Table, stream, caller string) *eventtable.Guard {
-	return &eventtable.Guard{Unexplained: func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, nil) }}
+func newGuard(t Table, stream, caller string) *guard {
+	return &guard{Unexplained: func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, nil) }}
 }
 
 // whyRefused answers the caller's failed role check: whether they are a
 // member at all.
 // roles, when given, are those the check allowed: a member with one of
 // them failed on something else, accepted events still waiting
-// (ErrMemberPending), even if placed since.
-func whyRefused(ctx context.Context, t eventtable.Table, stream, caller string, roles []string) error {
+// (errMemberPending), even if placed since.
+func whyRefused(ctx context.Context, t Table, stream, caller string, roles []string) error {
 	m, err := readMember(ctx, t, stream, caller)
 	return whyRefusedMember(m, err, roles)
 }
@@ -525,42 +531,42 @@ func whyRefusedMember(m member, err error, roles []string) error {
 	case !m.found:
 		return ErrNotMember
 	case m.pending || slices.Contains(roles, m.role):
-		return ErrMemberPending
+		return errMemberPending
 	default:
 		return ErrRoleForbids
 	}
 }
 
-// Listing is one of a user's spaces.
-type Listing struct {
+// SpaceListing is one of a user's spaces.
+type SpaceListing struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 	Role string `json:"role"`
 }
 
-// List lists user's spaces, by id, with strong consistency.
-func List(ctx context.Context, t eventtable.Table, user string) ([]Listing, error) {
+// Spaces lists user's spaces, by id, with strong consistency.
+func (t Table) Spaces(ctx context.Context, user string) ([]SpaceListing, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(t.Name),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#id, :p)"),
-		ExpressionAttributeNames:  map[string]string{"#u": eventtable.AttrStream, "#id": eventtable.AttrID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":u": eventtable.S(user), ":p": eventtable.S(StreamPrefix)},
+		ExpressionAttributeNames:  map[string]string{"#u": AttrStream, "#id": AttrID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(user), ":p": S(SpaceStreamPrefix)},
 		ConsistentRead:            aws.Bool(true),
 	}
-	var out []Listing
+	var out []SpaceListing
 	for {
 		page, err := t.Client.Query(ctx, in)
 		if err != nil {
 			return nil, dynamodbstore.Classify(fmt.Errorf("query spaces: %w", err))
 		}
 		for _, item := range page.Items {
-			id, _ := item[eventtable.AttrID].(*types.AttributeValueMemberS)
+			id, _ := item[AttrID].(*types.AttributeValueMemberS)
 			role, _ := item[attrRole].(*types.AttributeValueMemberS)
 			name, _ := item[attrName].(*types.AttributeValueMemberS)
 			if id == nil || role == nil || name == nil {
-				return nil, fmt.Errorf("%w: a space listing lacks an attribute", eventtable.ErrBadItem)
+				return nil, fmt.Errorf("%w: a space listing lacks an attribute", ErrBadItem)
 			}
-			out = append(out, Listing{ID: strings.TrimPrefix(id.Value, StreamPrefix), Name: name.Value, Role: role.Value})
+			out = append(out, SpaceListing{ID: strings.TrimPrefix(id.Value, SpaceStreamPrefix), Name: name.Value, Role: role.Value})
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			break

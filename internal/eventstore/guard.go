@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"context"
@@ -7,10 +7,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Guard is what a commit writes besides its events and its head (a
+// guard is what a commit writes besides its events and its head (a
 // space's role check and membership items, a deletion's tombstone), and
-// what each of those writes failing means. A nil *Guard is none.
-type Guard struct {
+// what each of those writes failing means. A nil *guard is none.
+type guard struct {
 	Writes []types.TransactWriteItem
 	// Refusals[i] answers Writes[i]'s condition failing; nil: Unexplained
 	// works it out.
@@ -31,13 +31,13 @@ type Guard struct {
 }
 
 // Check adds w, answered by refusal when its condition fails.
-func (g *Guard) Check(w types.TransactWriteItem, refusal error) {
+func (g *guard) Check(w types.TransactWriteItem, refusal error) {
 	g.Writes = append(g.Writes, w)
 	g.Refusals = append(g.Refusals, refusal)
 }
 
 // Count is the number of g's writes; 0 for none.
-func (g *Guard) Count() int {
+func (g *guard) Count() int {
 	if g == nil {
 		return 0
 	}
@@ -45,7 +45,7 @@ func (g *Guard) Count() int {
 }
 
 // FirstFailed is the lowest of failed that is one of g's writes.
-func (g *Guard) FirstFailed(failed []int) (int, bool) {
+func (g *guard) FirstFailed(failed []int) (int, bool) {
 	first, ok := 0, false
 	for _, ix := range failed {
 		if ix < g.Count() && (!ok || ix < first) {
@@ -56,7 +56,7 @@ func (g *Guard) FirstFailed(failed []int) (int, bool) {
 }
 
 // Refusal is why write i failed.
-func (g *Guard) Refusal(ctx context.Context, i int) error {
+func (g *guard) Refusal(ctx context.Context, i int) error {
 	if explain := g.Explain[i]; explain != nil {
 		return explain(ctx)
 	}
@@ -64,7 +64,7 @@ func (g *Guard) Refusal(ctx context.Context, i int) error {
 		return err
 	}
 	if g.Unexplained == nil {
-		return fmt.Errorf("eventtable: the guard's write %d failed its condition, which has no answer", i)
+		return fmt.Errorf("eventstore: the guard's write %d failed its condition, which has no answer", i)
 	}
 	return g.Unexplained(ctx)
 }

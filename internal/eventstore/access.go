@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"context"

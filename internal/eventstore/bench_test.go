@@ -1,4 +1,4 @@
-package eventlog_test
+package eventstore_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -24,7 +24,7 @@ func BenchmarkCommitAtStoredEvents(b *testing.B) {
 	for _, stored := range []int{0, 5_000, 20_000} {
 		b.Run(fmt.Sprintf("stored=%d", stored), func(b *testing.B) {
 			be := ddbtest.Start(b)
-			log := eventlog.New(be.Client, be.Tables.Events, be.Ledger(), ratelimit.Bucket{})
+			log := eventstore.New(be.Client, be.Tables.Events, be.Ledger(), ratelimit.Bucket{})
 			commit := func(n int) error {
 				rec, evs := mutation(fmt.Sprintf("user-%02d", n%20))
 				return log.Commit(context.Background(), rec, evs, rec.CreatedAt)

@@ -1,15 +1,13 @@
-// Package deletion deletes events. Positions have no gaps and a page
-// passes none, so an event item is never removed: a deletion turns it
-// into a tombstone at its position (its payload erased to {}, deleted
-// set) and, in the same transaction, writes a notice at the stream's next
-// position (an event of type syncevent.DeletedType whose payload names
-// the deleted id), so that a puller already past the event learns of it
-// too. In a user's own stream the user may delete; in a space, an owner
-// any event, a writer their own.
-//
-// It builds the tombstone's write and says why one failed; the notice's
-// commit is package eventlog's, roles are package spaces'.
-package deletion
+// Deletion. Positions have no gaps and a page passes none, so an event
+// item is never removed: a deletion turns it into a tombstone at its
+// position (its payload erased to {}, deleted set) and, in the same
+// transaction, writes a notice at the stream's next position (an event of
+// type syncevent.DeletedType whose payload names the deleted id), so that
+// a puller already past the event learns of it too. In a user's own
+// stream the user may delete; in a space, an owner any event, a writer
+// their own.
+
+package eventstore
 
 import (
 	"context"
@@ -21,13 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/errcode"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// Payload is the payload of a deletion's notice.
-type Payload struct {
+// DeletionPayload is the payload of a deletion's notice.
+type DeletionPayload struct {
 	ID string `json:"id"`
 }
 
@@ -47,26 +43,26 @@ func isReserved(v types.AttributeValue) bool {
 // by caller: in a space, the caller's role (an owner, or a writer
 // deleting their own event); the event made a tombstone, if it is one not
 // deleted yet.
-func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs []syncevent.Event) (*eventtable.Guard, error) {
+func deletionGuard(ctx context.Context, t Table, stream, caller string, evs []syncevent.Event) (*guard, error) {
 	if len(evs) != 1 {
-		return nil, fmt.Errorf("deletion: a deletion is one event, got %d", len(evs))
+		return nil, fmt.Errorf("eventstore: a deletion is one event, got %d", len(evs))
 	}
-	var p Payload
+	var p DeletionPayload
 	if err := json.Unmarshal(evs[0].Payload, &p); err != nil || p.ID == "" {
-		return nil, fmt.Errorf("deletion: deletion payload: %v", err)
+		return nil, fmt.Errorf("eventstore: deletion payload: %v", err)
 	}
-	g := spaces.NewGuard(t, stream, caller)
+	g := newGuard(t, stream, caller)
 	ownOnly := false
-	if spaces.IsStream(stream) {
-		role, _, err := spaces.Role(ctx, t, stream, caller)
+	if IsSpaceStream(stream) {
+		role, _, err := t.Role(ctx, stream, caller)
 		if err != nil {
 			return nil, err
 		}
-		if role == spaces.RoleOwner {
-			spaces.CheckRole(g, t, stream, caller, spaces.RoleOwner)
+		if role == RoleOwner {
+			checkRole(g, t, stream, caller, RoleOwner)
 		} else {
 			// Not an owner (or not a member: the check fails, and says why).
-			spaces.CheckRole(g, t, stream, caller, spaces.RoleWriter)
+			checkRole(g, t, stream, caller, RoleWriter)
 			ownOnly = true
 		}
 	}
@@ -75,24 +71,24 @@ func Guard(ctx context.Context, t eventtable.Table, stream, caller string, evs [
 	// one's to delete: a notice deleted would hide the deletion it tells.
 	tomb := &types.Update{
 		TableName:        aws.String(t.Name),
-		Key:              eventtable.Key(stream, p.ID),
+		Key:              Key(stream, p.ID),
 		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
 		ConditionExpression: aws.String("attribute_exists(#rk) AND NOT begins_with(#rk, :pendingp) AND attribute_not_exists(#del) AND NOT (#t IN (" +
 			strings.Join(reservedValues(), ", ") + "))"),
-		ExpressionAttributeNames: map[string]string{"#p": eventtable.AttrPayload, "#del": eventtable.AttrDeleted, "#rk": eventtable.AttrPosition, "#a": eventtable.AttrAuthor, "#t": eventtable.AttrType},
+		ExpressionAttributeNames: map[string]string{"#p": AttrPayload, "#del": AttrDeleted, "#rk": AttrPosition, "#a": AttrAuthor, "#t": AttrType},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":empty": eventtable.S("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
+			":empty": S("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
 			// A pending event (accepted, not yet sequenced) is placed
 			// first, so that its tombstone is listed before the notice.
-			":pendingp": eventtable.S(eventtable.PendingPrefix),
+			":pendingp": S(PendingPrefix),
 		},
 	}
 	for i, t := range syncevent.ReservedTypes {
-		tomb.ExpressionAttributeValues[fmt.Sprintf(":rt%d", i)] = eventtable.S(t)
+		tomb.ExpressionAttributeValues[fmt.Sprintf(":rt%d", i)] = S(t)
 	}
 	if ownOnly {
 		tomb.ConditionExpression = aws.String(*tomb.ConditionExpression + " AND #a = :me")
-		tomb.ExpressionAttributeValues[":me"] = eventtable.S(caller)
+		tomb.ExpressionAttributeValues[":me"] = S(caller)
 	}
 	g.Check(types.TransactWriteItem{Update: tomb}, nil)
 	if g.Explain == nil {
@@ -112,20 +108,20 @@ func reservedValues() []string {
 }
 
 // whyNotDeleted reads the event a deletion could not make a tombstone of.
-func whyNotDeleted(ctx context.Context, t eventtable.Table, stream, id string) error {
+func whyNotDeleted(ctx context.Context, t Table, stream, id string) error {
 	item, err := t.Get(ctx, stream, id, "event")
 	switch {
 	case err != nil:
 		return err
-	case item[eventtable.AttrPosition] == nil:
+	case item[AttrPosition] == nil:
 		return ErrEventNotFound
-	case eventtable.IsPending(item):
-		return spaces.ErrMemberPending // sequence the stream, then delete
-	case item[eventtable.AttrDeleted] != nil:
+	case IsPending(item):
+		return errMemberPending // sequence the stream, then delete
+	case item[AttrDeleted] != nil:
 		return ErrAlreadyDeleted
-	case isReserved(item[eventtable.AttrType]):
+	case isReserved(item[AttrType]):
 		return ErrNotDeletable
 	default:
-		return spaces.ErrRoleForbids // a writer, another's event
+		return ErrRoleForbids // a writer, another's event
 	}
 }

@@ -1,4 +1,15 @@
-package eventlog
+// Commits at a stream's head. Each stream (a user's own, or a space's)
+// has a head item holding the sequence number of its last committed
+// event, and the token bucket that limits the rate of commits (tokens,
+// refilled_ms), written together under the head's condition. A commit of
+// n events writes them at head+1 … head+n and moves the head from head to
+// head+n under the condition that it is still at head, in the same
+// transaction as the key's ledger record: sequence numbers are handed out
+// in commit order with no gaps, and no event can commit at or below one
+// already committed. No event can be written without moving the head, and
+// a read stops before the first position that does not follow the last.
+
+package eventstore
 
 import (
 	"context"
@@ -16,18 +27,14 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/deletion"
-	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// Log is the events table called table, committed with the records of
+// Store is the events table called table, committed with the records of
 // ledger.
-type Log struct {
-	t       eventtable.Table
+type Store struct {
+	t       Table
 	ledger  *dynamodbstore.Store
 	heads   *headCache
 	changes ratelimit.Bucket
@@ -45,7 +52,7 @@ type Log struct {
 // table's stream).
 // The user's own streams, membership changes and deletions always commit
 // at the head.
-func (l *Log) AcceptWhenContended(wake func(stream string)) {
+func (l *Store) AcceptWhenContended(wake func(stream string)) {
 	if wake == nil {
 		wake = func(string) {}
 	}
@@ -56,12 +63,12 @@ func (l *Log) AcceptWhenContended(wake func(stream string)) {
 // a commit there found the head moved.
 const contendedFor = time.Second
 
-var _ idempotency.Store[syncevent.Event] = (*Log)(nil)
+var _ idempotency.Store[syncevent.Event] = (*Store)(nil)
 
-// New returns the Log of the events table called table. Each user's
+// New returns the Store of the events table called table. Each user's
 // commits are limited to the changes bucket (a zero Bucket is no limit).
-func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, changes ratelimit.Bucket) *Log {
-	return &Log{t: eventtable.Table{Client: client, Name: table}, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
+func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, changes ratelimit.Bucket) *Store {
+	return &Store{t: Table{Client: client, Name: table}, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
 }
 
 // maxHeadAttempts bounds the attempts of one Commit against a head other
@@ -97,22 +104,22 @@ var ErrStorageFull = errcode.New(StorageFull,
 // the limit costs no call and no capacity of its own. The token is taken
 // before the key's record is looked at, so a retry of a key already
 // stored, over the rate, is refused too, and answered once a token comes.
-func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
+func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
 	if len(evs) == 0 {
 		return errNoEvents
 	}
 	stream := evs[0].UserID
-	space := spaces.IsStream(stream)
+	space := IsSpaceStream(stream)
 	if !space && stream != rec.UserID {
 		return errOtherStream
 	}
-	var g *eventtable.Guard
+	var g *guard
 	var err error
 	switch {
 	case evs[0].Type == syncevent.DeletedType:
-		g, err = deletion.Guard(ctx, l.t, stream, rec.UserID, evs)
+		g, err = deletionGuard(ctx, l.t, stream, rec.UserID, evs)
 	case space:
-		g, err = spaces.Guard(ctx, l.t, stream, rec.UserID, evs)
+		g, err = spaceGuard(ctx, l.t, stream, rec.UserID, evs)
 	}
 	if err != nil {
 		return err
@@ -125,7 +132,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 	n := uint64(len(evs))
 	h := l.heads.get(stream)
 	if g != nil && g.NewStream != nil {
-		h = eventtable.Head{}
+		h = Head{}
 	}
 	for attempt := 1; ; attempt++ {
 		bucket, wait, ok := l.changes.Take(h.Bucket, now)
@@ -151,7 +158,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			}
 			writes = append(writes, l.putNew(ev))
 		}
-		next := eventtable.Head{Seq: h.Seq + n, Bucket: bucket}
+		next := Head{Seq: h.Seq + n, Bucket: bucket}
 		// A write that may be accepted gives way to the sequencer's passes.
 		var yieldAt time.Time
 		if acceptable {
@@ -180,7 +187,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 				return err
 			}
 			err := g.Refusal(ctx, first)
-			if !errors.Is(err, spaces.ErrMemberPending) {
+			if !errors.Is(err, errMemberPending) {
 				return err
 			}
 			// The member has accepted events not yet placed: this one
@@ -191,7 +198,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			if err := l.markLeaving(ctx, evs[0], now); err != nil {
 				return err
 			}
-			drained, ok, err := sequencer.DrainForHead(ctx, l.t, stream)
+			drained, ok, err := drainForHead(ctx, l.t, stream)
 			if err != nil {
 				return err
 			}
@@ -223,31 +230,31 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 
 // markLeaving, for a removal, stops the removed member's accepts for a
 // while, so that their pending count can come down to 0 for it.
-func (l *Log) markLeaving(ctx context.Context, ev syncevent.Event, now time.Time) error {
+func (l *Store) markLeaving(ctx context.Context, ev syncevent.Event, now time.Time) error {
 	if ev.Type != syncevent.MemberRemovedType {
 		return nil
 	}
-	var p spaces.MembershipPayload
+	var p MembershipPayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" {
 		return nil // the guard read the same payload; nothing to mark
 	}
-	return spaces.MarkLeaving(ctx, l.t, ev.UserID, p.Member, now)
+	return markMemberLeaving(ctx, l.t, ev.UserID, p.Member, now)
 }
 
 // accept stores evs, a space's, under pending keys with rec and the
 // writer's role check, which counts them on their member item: no head is
 // read or moved, so accepts to one space do not fail on each other.
-func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
+func (l *Store) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
 	stream := evs[0].UserID
-	limit := acceptLimit(l.changes)
+	limit := acceptLimitOf(l.changes)
 	var from int64 // the member's window as found, when it has passed
 	for attempt := 1; ; attempt++ {
 		writes := make([]types.TransactWriteItem, 0, len(evs)+1)
-		writes = append(writes, spaces.AcceptCheck(l.t, stream, rec.UserID, len(evs), now, limit, from))
+		writes = append(writes, acceptCheck(l.t, stream, rec.UserID, len(evs), now, limit, from))
 		for i, ev := range evs {
 			ev.Author = rec.UserID
-			key := eventtable.PendingKey(now, evs[0].ID, i)
-			writes = append(writes, l.put(eventtable.EncodePending(ev, key)))
+			key := PendingKey(now, evs[0].ID, i)
+			writes = append(writes, l.put(EncodePending(ev, key)))
 		}
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
@@ -264,17 +271,17 @@ func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []synceven
 			}
 			return idempotency.RefusedAt(refused...)
 		}
-		err = spaces.WhyNotAccepted(ctx, l.t, stream, rec.UserID, limit, now)
-		var passed *spaces.AcceptWindowPassedError
+		err = whyNotAccepted(ctx, l.t, stream, rec.UserID, limit, now)
+		var passed *acceptWindowPassedError
 		switch {
 		case errors.As(err, &passed) && attempt == 1:
 			from = passed.From // the count starts over in this window
 			continue
-		case errors.Is(err, spaces.ErrAcceptsLimited):
-			return rateLimited(limit.Ends(now).Sub(now))
-		case errors.Is(err, spaces.ErrMemberPending), errors.As(err, &passed):
+		case errors.Is(err, errAcceptsLimited):
+			return rateLimited(limit.ends(now).Sub(now))
+		case errors.Is(err, errMemberPending), errors.As(err, &passed):
 			// A member in a role that may write, refused: being removed
-			// (spaces.MarkLeaving), or counted in a window that moved
+			// (markMemberLeaving), or counted in a window that moved
 			// meanwhile. Retried, it is answered once the removal
 			// commits, or the mark lapses.
 			return fmt.Errorf("%w: the writer is being removed from the space", idempotency.ErrTransactionConflict)
@@ -283,24 +290,24 @@ func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []synceven
 	}
 }
 
-// acceptLimit is each member's limit on a busy space's accepts, from the
+// acceptLimitOf is each member's limit on a busy space's accepts, from the
 // changes bucket: its burst in each window of burst/rate seconds, so the
 // same rate on average, in windows of a second at least (none when the
 // bucket is no limit).
-func acceptLimit(changes ratelimit.Bucket) spaces.AcceptLimit {
+func acceptLimitOf(changes ratelimit.Bucket) acceptLimit {
 	if changes.Rate <= 0 {
-		return spaces.AcceptLimit{}
+		return acceptLimit{}
 	}
 	window := changes.Burst / changes.Rate
 	if window < 1 {
-		return spaces.AcceptLimit{Window: time.Second, Max: int(math.Ceil(changes.Rate))}
+		return acceptLimit{Window: time.Second, Max: int(math.Ceil(changes.Rate))}
 	}
-	return spaces.AcceptLimit{Window: time.Duration(window * float64(time.Second)), Max: int(changes.Burst)}
+	return acceptLimit{Window: time.Duration(window * float64(time.Second)), Max: int(changes.Burst)}
 }
 
 // errOtherStream refuses events of a stream that is neither the caller's
 // own nor a space's, or of several streams in one commit.
-var errOtherStream = errors.New("eventlog: a commit's events are of the caller's own stream or of one space")
+var errOtherStream = errors.New("eventstore: a commit's events are of the caller's own stream or of one space")
 
 // ErrRateLimited is the answer to a commit over the user's rate; its
 // RetryAfter says when the next token comes.
@@ -316,7 +323,7 @@ func rateLimited(wait time.Duration) error {
 
 // errNoEvents refuses a commit of nothing: the head's condition is on its
 // sequence number alone, which such a commit would not move.
-var errNoEvents = errors.New("eventlog: a commit needs at least one event")
+var errNoEvents = errors.New("eventstore: a commit needs at least one event")
 
 // classify adds what the ledger's store cannot know: a full item
 // collection here is a user's events.
@@ -329,18 +336,18 @@ func classify(err error) error {
 
 // putNew is the write that stores ev at ev.Position, conditioned on its id
 // being new for its user. Only Commit uses it, with the head's write.
-func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
-	return l.put(eventtable.EncodeEvent(ev))
+func (l *Store) putNew(ev syncevent.Event) types.TransactWriteItem {
+	return l.put(EncodeEvent(ev))
 }
 
 // put is the write of an event item, conditioned on its id being new for
 // its stream.
-func (l *Log) put(item map[string]types.AttributeValue) types.TransactWriteItem {
+func (l *Store) put(item map[string]types.AttributeValue) types.TransactWriteItem {
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(l.t.Name),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": eventtable.AttrID},
+		ExpressionAttributeNames: map[string]string{"#id": AttrID},
 	}}
 }
 
@@ -360,13 +367,13 @@ func splitHeadFailure(f *dynamodbstore.ConditionFailedError, extra, n int) (head
 }
 
 // Get reads a ledger record.
-func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+func (l *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	return l.ledger.Get(ctx, userID, key)
 }
 
 // Head reads userID's head with strong consistency: the sequence number of
 // the user's last committed event, 0 if none.
-func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
+func (l *Store) Head(ctx context.Context, userID string) (uint64, error) {
 	h, err := l.t.ReadHead(ctx, userID)
 	return h.Seq, err
 }

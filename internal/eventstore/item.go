@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"errors"
@@ -81,7 +81,7 @@ func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 type Head struct {
 	Seq    uint64
 	Bucket ratelimit.State
-	// YieldUntil, set by the sequencer (package sequencer) as it places a
+	// YieldUntil, set by the sequencer (sequence.go) as it places a
 	// busy space's accepted events, is until when writes that may be
 	// accepted instead fail at the head (MoveHead): so that they are
 	// accepted, and the sequencer's passes are not starved of the head by
@@ -189,7 +189,7 @@ func N(n uint64) *types.AttributeValueMemberN {
 }
 
 // PendingPrefix begins the position of an event accepted and not yet
-// sequenced (package sequencer): below "0", where every read of a stream
+// sequenced (sequence.go): below "0", where every read of a stream
 // starts, and below every legacy and sequence key, so no read lists it,
 // no cursor points at it and no trim reaches it.
 const PendingPrefix = "-"
