@@ -63,7 +63,7 @@ func seed(b *testing.B, n int, commit func(int) error) {
 // mutation is what POST commits for a small event of user's.
 func mutation(user string) (idempotency.Record, []syncevent.Event) {
 	now := time.Now().UTC()
-	ev := syncevent.Event{ID: uuid.NewString(), UserID: user, Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
+	ev := syncevent.Event{ID: uuid.NewString(), Stream: user, Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
 		Payload: []byte(`{"title":"Groceries"}`), ReceivedAt: now.Truncate(time.Millisecond)}
 	rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "0123456789abcdef", StatusCode: 201,
 		ResponseBody: ev.CreatedBody(), Method: "POST", Route: "/api/v1/sync/events", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}

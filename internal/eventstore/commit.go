@@ -108,7 +108,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 	if len(evs) == 0 {
 		return errNoEvents
 	}
-	stream := evs[0].UserID
+	stream := evs[0].Stream
 	space := IsSpaceStream(stream)
 	if !space && stream != rec.UserID {
 		return errOtherStream
@@ -146,7 +146,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 			writes = append(writes, g.Writes...)
 		}
 		for i, ev := range evs {
-			if ev.UserID != stream {
+			if ev.Stream != stream {
 				return errOtherStream
 			}
 			ev.Position = syncevent.At(h.Seq + uint64(i) + 1)
@@ -238,14 +238,14 @@ func (l *Store) markLeaving(ctx context.Context, ev syncevent.Event, now time.Ti
 	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" {
 		return nil // the guard read the same payload; nothing to mark
 	}
-	return markMemberLeaving(ctx, l.t, ev.UserID, p.Member, now)
+	return markMemberLeaving(ctx, l.t, ev.Stream, p.Member, now)
 }
 
 // accept stores evs, a space's, under pending keys with rec and the
 // writer's role check, which counts them on their member item: no head is
 // read or moved, so accepts to one space do not fail on each other.
 func (l *Store) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
-	stream := evs[0].UserID
+	stream := evs[0].Stream
 	limit := acceptLimitOf(l.changes)
 	var from int64 // the member's window as found, when it has passed
 	for attempt := 1; ; attempt++ {

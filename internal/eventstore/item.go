@@ -18,7 +18,7 @@ import (
 // eventItem is an event as the events table holds it (the tags are the
 // Attr constants).
 type eventItem struct {
-	UserID      string `dynamodbav:"user_id"`
+	Stream      string `dynamodbav:"user_id"`
 	ID          string `dynamodbav:"event_id"`
 	ReceivedKey string `dynamodbav:"received_key"`
 	Type        string `dynamodbav:"type"`
@@ -37,7 +37,7 @@ var eventAttributes = []string{AttrStream, AttrID, AttrPosition, AttrType, AttrO
 // EncodeEvent is ev as an event item.
 func EncodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 	item, err := attributevalue.MarshalMap(eventItem{
-		UserID: ev.UserID, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
+		Stream: ev.Stream, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
 		ReceivedAt: ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout), Payload: string(ev.Payload), Author: ev.Author,
 	})
 	if err != nil {
@@ -70,7 +70,7 @@ func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", ErrBadItem, err)
 	}
 	return syncevent.Event{
-		UserID: it.UserID, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
+		Stream: it.Stream, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
 		ReceivedAt: received, Position: pos, Payload: []byte(it.Payload),
 	}, nil
 }
@@ -241,7 +241,7 @@ func IsPending(item map[string]types.AttributeValue) bool {
 func EncodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
 	item := EncodeEvent(ev)
 	item[AttrPosition] = S(key)
-	item[AttrPendingShard] = S(PendingShard(ev.UserID))
+	item[AttrPendingShard] = S(PendingShard(ev.Stream))
 	return item
 }
 

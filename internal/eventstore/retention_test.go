@@ -261,7 +261,7 @@ func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 	}
 	left := 0
 	for _, ev := range b.StoredEvents(t) {
-		if ev.UserID == stream {
+		if ev.Stream == stream {
 			left++
 			if ev.Position.Seq <= 5 {
 				t.Errorf("event %d, at or below the floor, is still stored", ev.Position.Seq)

@@ -71,7 +71,7 @@ func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 	}
 	left := map[string]int{}
 	for _, ev := range hs.B.StoredEvents(t) {
-		left[ev.UserID]++
+		left[ev.Stream]++
 	}
 	if want := map[string]int{"alice": 1, "bob": 1, "carol": 2}; fmt.Sprint(left) != fmt.Sprint(want) {
 		t.Errorf("events left %v, want %v (each trimmed stream's newest; carol untouched)", left, want)

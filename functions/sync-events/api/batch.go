@@ -65,7 +65,7 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 	}
 	ids := make([]string, len(evs))
 	for i := range evs {
-		evs[i].UserID, ids[i] = st, evs[i].ID
+		evs[i].Stream, ids[i] = st, evs[i].ID
 	}
 	return mutation.Plan[syncevent.Event]{
 		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {

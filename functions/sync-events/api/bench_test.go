@@ -120,7 +120,7 @@ func BenchmarkHandler(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ev.UserID, ev.ReceivedAt = "alice", time.Now()
+		ev.Stream, ev.ReceivedAt = "alice", time.Now()
 		rec := idempotency.Record{UserID: "alice", Key: key, PayloadHash: idempotency.HashCanonical(canonical), StatusCode: 201,
 			ResponseBody: ev.CreatedBody(), Method: "POST", Route: api.EventsPath, CreatedAt: ev.ReceivedAt, ExpiresAt: ev.ReceivedAt.Add(time.Hour)}
 		evs := []syncevent.Event{ev}

@@ -53,7 +53,7 @@ func deleteEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event
 			}
 			at := now.Truncate(time.Millisecond)
 			notice := syncevent.Event{
-				UserID: st, ID: uuid.NewString(), Type: syncevent.DeletedType,
+				Stream: st, ID: uuid.NewString(), Type: syncevent.DeletedType,
 				OccurredAt: at.UTC().Format(syncevent.TimestampLayout), ReceivedAt: at, Payload: payload,
 			}
 			return idempotency.Execution[syncevent.Event]{

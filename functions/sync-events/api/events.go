@@ -35,7 +35,7 @@ func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 	if err != nil {
 		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
-	if ev.UserID, err = stream(r); err != nil {
+	if ev.Stream, err = stream(r); err != nil {
 		return mutation.Plan[syncevent.Event]{}, 0, err
 	}
 	return mutation.Plan[syncevent.Event]{

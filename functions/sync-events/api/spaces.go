@@ -210,7 +210,7 @@ func membershipPlan(r *mutation.Request, st, typ string, p eventstore.Membership
 			}
 			at := now.Truncate(time.Millisecond)
 			ev := syncevent.Event{
-				UserID: st, ID: uuid.NewString(), Type: typ, OccurredAt: at.UTC().Format(syncevent.TimestampLayout),
+				Stream: st, ID: uuid.NewString(), Type: typ, OccurredAt: at.UTC().Format(syncevent.TimestampLayout),
 				ReceivedAt: at, Payload: payload,
 			}
 			return idempotency.Execution[syncevent.Event]{

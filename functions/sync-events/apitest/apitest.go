@@ -357,7 +357,7 @@ func (hs *Harness) Get(user string, query map[string]string) events.APIGatewayV2
 func (hs *Harness) Stored() map[string][]string {
 	out := map[string][]string{}
 	for _, ev := range hs.B.StoredEvents(hs.T) {
-		out[ev.UserID] = append(out[ev.UserID], ev.ID)
+		out[ev.Stream] = append(out[ev.Stream], ev.ID)
 	}
 	for _, ids := range out {
 		sort.Strings(ids)

@@ -112,7 +112,7 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 			byPosition := map[uint64]string{}
 			var stored []string
 			for _, ev := range hs.B.StoredEvents(t) {
-				if ev.UserID != user {
+				if ev.Stream != user {
 					continue
 				}
 				stored = append(stored, ev.ID)
@@ -341,7 +341,7 @@ func seedEvents(b *testing.B, hs *apitest.Harness, user string, n int) {
 	for done := 0; done < n; {
 		batch := make([]syncevent.Event, min(50, n-done))
 		for i := range batch {
-			batch[i] = syncevent.Event{UserID: user, ID: uuid.NewString(), Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
+			batch[i] = syncevent.Event{Stream: user, ID: uuid.NewString(), Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
 				ReceivedAt: now, Payload: []byte(`{"noteId":"n-1842","title":"Groceries","items":["milk","eggs"],"done":false}`)}
 		}
 		rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "-", StatusCode: 201, ResponseBody: []byte(`{}`),
