@@ -27,7 +27,7 @@ func BenchmarkCommitAtStoredEvents(b *testing.B) {
 			log := eventstore.New(be.Client, be.Tables.Events, be.Ledger(), ratelimit.Bucket{})
 			commit := func(n int) error {
 				rec, evs := mutation(fmt.Sprintf("user-%02d", n%20))
-				return log.Commit(context.Background(), rec, evs, rec.CreatedAt)
+				return log.Commit(context.Background(), rec, []eventstore.Change{eventstore.Append(evs...)}, rec.CreatedAt)
 			}
 			seed(b, stored, commit)
 			b.ResetTimer()

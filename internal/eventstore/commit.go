@@ -13,7 +13,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -63,7 +62,7 @@ func (l *Store) AcceptWhenContended(wake func(stream string)) {
 // a commit there found the head moved.
 const contendedFor = time.Second
 
-var _ idempotency.Store[syncevent.Event] = (*Store)(nil)
+var _ idempotency.Store[Change] = (*Store)(nil)
 
 // New returns the Store of the events table called table. Each user's
 // commits are limited to the changes bucket (a zero Bucket is no limit).
@@ -85,10 +84,15 @@ const StorageFull errcode.Code = "USER_STORAGE_FULL"
 var ErrStorageFull = errcode.New(StorageFull,
 	"This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
 
-// Commit stores evs at the next positions of rec.UserID's commit order,
-// each conditioned on its id being new for its user, with rec. A failed
-// event condition is an *idempotency.WriteConditionError whose indexes
-// are into evs.
+// Commit makes changes, exactly one Change, with rec: its events at the
+// next positions of its stream's commit order, each conditioned on its id
+// being new for its stream, with the guard its operation builds. It
+// returns what idempotency.Store's Commit returns; an event whose id is
+// stored already is an *idempotency.WriteConditionError whose indexes are
+// into the change's events (Append's, in the order given). The errors of
+// each operation are its constructor's (Append, Delete, CreateSpace,
+// AddMember, RemoveMember, Leave); any change may also be refused with
+// ErrRateLimited or ErrStorageFull.
 //
 // The environment remembers the last head it saw of each user, so that
 // the common case (a user's writes reaching an environment that saw their
@@ -104,34 +108,30 @@ var ErrStorageFull = errcode.New(StorageFull,
 // the limit costs no call and no capacity of its own. The token is taken
 // before the key's record is looked at, so a retry of a key already
 // stored, over the rate, is refused too, and answered once a token comes.
-func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
-	if len(evs) == 0 {
-		return errNoEvents
+func (l *Store) Commit(ctx context.Context, rec idempotency.Record, changes []Change, now time.Time) error {
+	if len(changes) != 1 {
+		return errOneChange
 	}
-	stream := evs[0].Stream
+	stream := changes[0].stream
 	space := IsSpaceStream(stream)
 	if !space && stream != rec.UserID {
 		return errOtherStream
 	}
-	var g *guard
-	var err error
-	switch {
-	case evs[0].Type == syncevent.DeletedType:
-		g, err = deletionGuard(ctx, l.t, stream, rec.UserID, evs)
-	case space:
-		g, err = spaceGuard(ctx, l.t, stream, rec.UserID, evs)
-	}
+	g, evs, err := changes[0].op.plan(ctx, l.t, stream, rec.UserID, now)
 	if err != nil {
 		return err
 	}
-	acceptable := space && l.accepted != nil && !syncevent.Reserved(evs[0].Type)
+	if len(evs) == 0 {
+		return errNoEvents
+	}
+	acceptable := l.accepted != nil && g.mayBeAccepted()
 	if acceptable && l.heads.contended(stream, now) {
 		return l.accept(ctx, rec, evs, now)
 	}
-	extra := g.Count()
+	extra := g.count()
 	n := uint64(len(evs))
 	h := l.heads.get(stream)
-	if g != nil && g.NewStream != nil {
+	if g != nil && g.newStream != nil {
 		h = Head{}
 	}
 	for attempt := 1; ; attempt++ {
@@ -143,7 +143,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 		// failed condition reports a refusal before a moved head.
 		writes := make([]types.TransactWriteItem, 0, extra+len(evs)+1)
 		if g != nil {
-			writes = append(writes, g.Writes...)
+			writes = append(writes, g.writes...)
 		}
 		for i, ev := range evs {
 			if ev.Stream != stream {
@@ -152,9 +152,6 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 			ev.Position = syncevent.At(h.Seq + uint64(i) + 1)
 			if space {
 				ev.Author = rec.UserID
-			}
-			if g != nil && g.Payload != nil {
-				ev.Payload = g.Payload
 			}
 			writes = append(writes, l.putNew(ev))
 		}
@@ -173,7 +170,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 			}
 			return classify(err)
 		}
-		if first, ok := g.FirstFailed(failed.Indexes); ok {
+		if first, ok := g.firstFailed(failed.Indexes); ok {
 			if acceptable {
 				// The role check failed: most often on the writer's own
 				// pending events, in a space still busy. The accept checks
@@ -186,7 +183,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 				}
 				return err
 			}
-			err := g.Refusal(ctx, first)
+			err := g.refusal(ctx, first)
 			if !errors.Is(err, errMemberPending) {
 				return err
 			}
@@ -195,7 +192,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 			if attempt == maxHeadAttempts {
 				return fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
 			}
-			if err := l.markLeaving(ctx, evs[0], now); err != nil {
+			if err := g.memberPending(ctx, now); err != nil {
 				return err
 			}
 			drained, ok, err := drainForHead(ctx, l.t, stream)
@@ -211,8 +208,8 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 		if eventsFailed != nil {
 			return idempotency.RefusedAt(eventsFailed...)
 		}
-		if g != nil && g.NewStream != nil {
-			return g.NewStream
+		if g != nil && g.newStream != nil {
+			return g.newStream
 		}
 		if acceptable {
 			l.heads.contend(stream, now.Add(contendedFor))
@@ -226,19 +223,6 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, evs []syncev
 		}
 		l.heads.put(stream, h)
 	}
-}
-
-// markLeaving, for a removal, stops the removed member's accepts for a
-// while, so that their pending count can come down to 0 for it.
-func (l *Store) markLeaving(ctx context.Context, ev syncevent.Event, now time.Time) error {
-	if ev.Type != syncevent.MemberRemovedType {
-		return nil
-	}
-	var p MembershipPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" {
-		return nil // the guard read the same payload; nothing to mark
-	}
-	return markMemberLeaving(ctx, l.t, ev.Stream, p.Member, now)
 }
 
 // accept stores evs, a space's, under pending keys with rec and the
@@ -324,6 +308,10 @@ func rateLimited(wait time.Duration) error {
 // errNoEvents refuses a commit of nothing: the head's condition is on its
 // sequence number alone, which such a commit would not move.
 var errNoEvents = errors.New("eventstore: a commit needs at least one event")
+
+// errOneChange refuses a commit of several changes, or none: each
+// request makes one.
+var errOneChange = errors.New("eventstore: a commit makes exactly one change")
 
 // classify adds what the ledger's store cannot know: a full item
 // collection here is a user's events.

@@ -11,9 +11,10 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,8 +23,8 @@ import (
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// DeletionPayload is the payload of a deletion's notice.
-type DeletionPayload struct {
+// deletionPayload is the payload of a deletion's notice.
+type deletionPayload struct {
 	ID string `json:"id"`
 }
 
@@ -39,18 +40,34 @@ func isReserved(v types.AttributeValue) bool {
 	return ok && syncevent.Reserved(t.Value)
 }
 
-// Guard is the guard of a deletion's commit (evs, its notice) to stream
-// by caller: in a space, the caller's role (an owner, or a writer
-// deleting their own event); the event made a tombstone, if it is one not
-// deleted yet.
-func deletionGuard(ctx context.Context, t Table, stream, caller string, evs []syncevent.Event) (*guard, error) {
-	if len(evs) != 1 {
-		return nil, fmt.Errorf("eventstore: a deletion is one event, got %d", len(evs))
+// Delete is the change that makes stream's event id a tombstone at its
+// position and writes a notice of it at the stream's next position
+// (syncevent.DeletedType), so that a puller already past the event learns
+// of it too. In a space the caller must be an owner, or a writer deleting
+// their own event (ErrNotMember, ErrRoleForbids). Commit refuses it with
+// ErrEventNotFound, ErrAlreadyDeleted, or ErrNotDeletable (an event the
+// service wrote).
+func Delete(stream, id string) Change { return Change{stream: stream, op: deleteEvent{id: id}} }
+
+type deleteEvent struct{ id string }
+
+func (d deleteEvent) plan(ctx context.Context, t Table, stream, caller string, at time.Time) (*guard, []syncevent.Event, error) {
+	if d.id == "" {
+		return nil, nil, errors.New("eventstore: a deletion names the event it deletes")
 	}
-	var p DeletionPayload
-	if err := json.Unmarshal(evs[0].Payload, &p); err != nil || p.ID == "" {
-		return nil, fmt.Errorf("eventstore: deletion payload: %v", err)
+	g, err := deletionGuard(ctx, t, stream, caller, d.id)
+	if err != nil {
+		return nil, nil, err
 	}
+	ev, err := serviceEvent(stream, syncevent.DeletedType, at, deletionPayload{ID: d.id})
+	return g, ev, err
+}
+
+// deletionGuard is the guard of the deletion of stream's event id by
+// caller: in a space, the caller's role (an owner, or a writer deleting
+// their own event); the event made a tombstone, if it is one not deleted
+// yet.
+func deletionGuard(ctx context.Context, t Table, stream, caller, id string) (*guard, error) {
 	g := newGuard(t, stream, caller)
 	ownOnly := false
 	if IsSpaceStream(stream) {
@@ -71,7 +88,7 @@ func deletionGuard(ctx context.Context, t Table, stream, caller string, evs []sy
 	// one's to delete: a notice deleted would hide the deletion it tells.
 	tomb := &types.Update{
 		TableName:        aws.String(t.Name),
-		Key:              Key(stream, p.ID),
+		Key:              Key(stream, id),
 		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
 		ConditionExpression: aws.String("attribute_exists(#rk) AND NOT begins_with(#rk, :pendingp) AND attribute_not_exists(#del) AND NOT (#t IN (" +
 			strings.Join(reservedValues(), ", ") + "))"),
@@ -90,11 +107,11 @@ func deletionGuard(ctx context.Context, t Table, stream, caller string, evs []sy
 		tomb.ConditionExpression = aws.String(*tomb.ConditionExpression + " AND #a = :me")
 		tomb.ExpressionAttributeValues[":me"] = S(caller)
 	}
-	g.Check(types.TransactWriteItem{Update: tomb}, nil)
-	if g.Explain == nil {
-		g.Explain = map[int]func(context.Context) error{}
+	g.check(types.TransactWriteItem{Update: tomb}, nil)
+	if g.explain == nil {
+		g.explain = map[int]func(context.Context) error{}
 	}
-	g.Explain[len(g.Writes)-1] = func(ctx context.Context) error { return whyNotDeleted(ctx, t, stream, p.ID) }
+	g.explain[len(g.writes)-1] = func(ctx context.Context) error { return whyNotDeleted(ctx, t, stream, id) }
 	return g, nil
 }
 

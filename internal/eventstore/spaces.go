@@ -16,8 +16,9 @@
 package eventstore
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,9 +47,10 @@ const (
 // ValidRole reports whether r is a role.
 func ValidRole(r string) bool { return r == RoleOwner || r == RoleWriter || r == RoleReader }
 
-// MembershipPayload is the payload of syncevent.SpaceCreatedType (Name) and of
-// syncevent.MemberAddedType and syncevent.MemberRemovedType (Member, Role: the role added, or
-// the one the removed member had, which the commit fills in).
+// MembershipPayload is the payload of the events of membership changes:
+// syncevent.SpaceCreatedType's (Name), syncevent.MemberAddedType's and
+// syncevent.MemberRemovedType's (Member, Role: the role added, or the one
+// the removed member had, which the commit reads).
 type MembershipPayload struct {
 	Name   string `json:"name,omitempty"`
 	Member string `json:"member,omitempty"`
@@ -111,93 +113,132 @@ var (
 	ErrSpacesLimit   = errcode.New("USER_SPACES_LIMIT", fmt.Sprintf("This user is in %d spaces, the most one may be in", MaxUserSpaces))
 )
 
-// spaceGuard is the guard of a commit of evs to stream, a space's, by
-// caller: a write's role check, or a membership change's items.
-func spaceGuard(ctx context.Context, t Table, stream, caller string, evs []syncevent.Event) (*guard, error) {
+// CreateSpace is the change that makes the space whose stream is stream
+// (SpaceStream) named name, with the caller its owner, and writes its
+// first event (syncevent.SpaceCreatedType). Commit refuses it with
+// ErrSpaceExists, or ErrSpacesLimit when the caller is in MaxUserSpaces
+// spaces already.
+func CreateSpace(stream, name string) Change {
+	return Change{stream: stream, op: createSpace{name: name}}
+}
+
+type createSpace struct{ name string }
+
+func (c createSpace) plan(_ context.Context, t Table, stream, caller string, at time.Time) (*guard, []syncevent.Event, error) {
 	g := newGuard(t, stream, caller)
-	op := evs[0].Type
-	if op != syncevent.SpaceCreatedType && op != syncevent.MemberAddedType && op != syncevent.MemberRemovedType {
-		checkRole(g, t, stream, caller, RoleOwner, RoleWriter)
-		return g, nil
+	g.newStream = ErrSpaceExists
+	g.check(t.PutNew(stream, metaID, map[string]types.AttributeValue{
+		attrName: S(c.name), attrMembers: N(1), attrOwners: N(1),
+	}), ErrSpaceExists)
+	g.check(t.Put(stream, memberPrefix+caller, map[string]types.AttributeValue{attrRole: S(RoleOwner)}), nil)
+	joined(t, g, stream, caller, RoleOwner, c.name)
+	ev, err := serviceEvent(stream, syncevent.SpaceCreatedType, at, MembershipPayload{Name: c.name})
+	return g, ev, err
+}
+
+// AddMember is the change that makes member a member of the space of
+// stream in role, by an owner, and writes it at the space's next position
+// (syncevent.MemberAddedType). Commit refuses it with ErrNotMember,
+// ErrRoleForbids (the caller is no owner), ErrAlreadyMember,
+// ErrMembersLimit, or ErrSpacesLimit (member is in MaxUserSpaces spaces).
+func AddMember(stream, member, role string) Change {
+	return Change{stream: stream, op: addMember{member: member, role: role}}
+}
+
+type addMember struct{ member, role string }
+
+func (a addMember) plan(ctx context.Context, t Table, stream, caller string, at time.Time) (*guard, []syncevent.Event, error) {
+	if a.member == caller {
+		return nil, nil, ErrAlreadyMember
 	}
-	if len(evs) != 1 {
-		return nil, fmt.Errorf("eventstore: a membership change is one event, got %d", len(evs))
+	g := newGuard(t, stream, caller)
+	checkRole(g, t, stream, caller, RoleOwner)
+	g.check(t.PutNew(stream, memberPrefix+a.member, map[string]types.AttributeValue{attrRole: S(a.role)}), ErrAlreadyMember)
+	g.check(countMembers(t, stream, 1, a.role == RoleOwner), ErrMembersLimit)
+	name, err := spaceName(ctx, t, stream)
+	if err != nil {
+		return nil, nil, err
 	}
-	var p MembershipPayload
-	if err := json.Unmarshal(evs[0].Payload, &p); err != nil {
-		return nil, fmt.Errorf("eventstore: membership payload: %w", err)
-	}
-	switch op {
-	case syncevent.SpaceCreatedType:
-		g.NewStream = ErrSpaceExists
-		g.Check(t.PutNew(stream, metaID, map[string]types.AttributeValue{
-			attrName: S(p.Name), attrMembers: N(1), attrOwners: N(1),
-		}), ErrSpaceExists)
-		g.Check(t.Put(stream, memberPrefix+caller, map[string]types.AttributeValue{attrRole: S(RoleOwner)}), nil)
-		joined(t, g, stream, caller, RoleOwner, p.Name)
-	case syncevent.MemberAddedType:
-		if p.Member == caller {
-			return nil, ErrAlreadyMember
-		}
+	joined(t, g, stream, a.member, a.role, name)
+	ev, err := serviceEvent(stream, syncevent.MemberAddedType, at, MembershipPayload{Member: a.member, Role: a.role})
+	return g, ev, err
+}
+
+// RemoveMember is the change that removes member from the space of
+// stream, by an owner or by member themself (leaving), and writes it, with
+// the role they had, at the space's next position
+// (syncevent.MemberRemovedType), after every event of theirs accepted
+// before it. Commit refuses it with ErrNotMember, ErrRoleForbids (the
+// caller is neither an owner nor member), ErrNoSuchMember, or
+// ErrLastOwner.
+func RemoveMember(stream, member string) Change {
+	return Change{stream: stream, op: removeMember{member: member}}
+}
+
+// Leave is RemoveMember of the caller: Commit refuses it with
+// ErrNotMember, or ErrLastOwner.
+func Leave(stream string) Change { return Change{stream: stream, op: removeMember{}} }
+
+// removeMember removes member, or, when member is empty, the caller.
+type removeMember struct{ member string }
+
+func (r removeMember) plan(ctx context.Context, t Table, stream, caller string, at time.Time) (*guard, []syncevent.Event, error) {
+	member := cmp.Or(r.member, caller)
+	g := newGuard(t, stream, caller)
+	if member != caller {
 		checkRole(g, t, stream, caller, RoleOwner)
-		g.Check(t.PutNew(stream, memberPrefix+p.Member, map[string]types.AttributeValue{attrRole: S(p.Role)}), ErrAlreadyMember)
-		g.Check(countMembers(t, stream, 1, p.Role == RoleOwner), ErrMembersLimit)
-		name, err := spaceName(ctx, t, stream)
-		if err != nil {
-			return nil, err
-		}
-		joined(t, g, stream, p.Member, p.Role, name)
-	case syncevent.MemberRemovedType:
-		if p.Member != caller {
-			checkRole(g, t, stream, caller, RoleOwner)
-		}
-		had, found, err := t.Role(ctx, stream, p.Member)
-		if err != nil {
-			return nil, err
-		}
-		gone := ErrNoSuchMember
-		if p.Member == caller {
-			gone = ErrNotMember // leaving a space one is not in
-		}
-		if !found {
-			had = noRole // a condition no member item meets
-		}
-		g.Check(deleteMember(t, stream, p.Member, had), nil)
-		// The member item as read is what the delete is conditioned on:
-		// gone, or changed (added back, another role) since; then read it
-		// again and make the removal anew, at what is there now.
-		if g.Explain == nil {
-			g.Explain = map[int]func(context.Context) error{}
-		}
-		g.Explain[len(g.Writes)-1] = func(ctx context.Context) error {
-			now, err := readMember(ctx, t, stream, p.Member)
-			switch {
-			case err != nil:
-				return err
-			case now.found && now.role == had && now.pending:
-				return errMemberPending
-			case now.found || found:
-				return fmt.Errorf("%w: the member changed while being removed", idempotency.ErrTransactionConflict)
-			default:
-				return gone
-			}
-		}
-		p.Role = had
-		if g.Payload, err = json.Marshal(p); err != nil {
-			return nil, err
-		}
-		g.Check(countMembers(t, stream, -1, had == RoleOwner), ErrLastOwner)
-		left(t, g, stream, p.Member)
-	default:
-		return nil, fmt.Errorf("eventstore: no such membership change %q", op)
 	}
-	return g, nil
+	had, found, err := t.Role(ctx, stream, member)
+	if err != nil {
+		return nil, nil, err
+	}
+	gone := ErrNoSuchMember
+	if member == caller {
+		gone = ErrNotMember // leaving a space one is not in
+	}
+	if !found {
+		had = noRole // a condition no member item meets
+	}
+	g.check(deleteMember(t, stream, member, had), nil)
+	// The member item as read is what the delete is conditioned on:
+	// gone, or changed (added back, another role) since; then read it
+	// again and make the removal anew, at what is there now.
+	if g.explain == nil {
+		g.explain = map[int]func(context.Context) error{}
+	}
+	g.explain[len(g.writes)-1] = func(ctx context.Context) error {
+		now, err := readMember(ctx, t, stream, member)
+		switch {
+		case err != nil:
+			return err
+		case now.found && now.role == had && now.pending:
+			return errMemberPending
+		case now.found || found:
+			return fmt.Errorf("%w: the member changed while being removed", idempotency.ErrTransactionConflict)
+		default:
+			return gone
+		}
+	}
+	// While the member's accepted events wait to be placed, their next
+	// accepts are stopped, so that the count can come down to 0.
+	g.whilePending = func(ctx context.Context, now time.Time) error {
+		return markMemberLeaving(ctx, t, stream, member, now)
+	}
+	g.check(countMembers(t, stream, -1, had == RoleOwner), ErrLastOwner)
+	left(t, g, stream, member)
+	// Encoded as removals always were (encoding/json, escaped for HTML),
+	// so that their payloads stay the same byte for byte.
+	payload, err := stdjson.Marshal(MembershipPayload{Member: member, Role: had})
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, []syncevent.Event{newServiceEvent(stream, syncevent.MemberRemovedType, at, payload)}, nil
 }
 
 // joined adds member's listing item and counts the space among theirs.
 func joined(t Table, g *guard, stream, member, role, name string) {
-	g.Check(t.Put(member, stream, map[string]types.AttributeValue{attrRole: S(role), attrName: S(name)}), nil)
-	g.Check(types.TransactWriteItem{Update: &types.Update{
+	g.check(t.Put(member, stream, map[string]types.AttributeValue{attrRole: S(role), attrName: S(name)}), nil)
+	g.check(types.TransactWriteItem{Update: &types.Update{
 		TableName:                aws.String(t.Name),
 		Key:                      Key(member, userSpacesID),
 		UpdateExpression:         aws.String("ADD #n :one"),
@@ -211,8 +252,8 @@ func joined(t Table, g *guard, stream, member, role, name string) {
 
 // left removes member's listing item and uncounts the space.
 func left(t Table, g *guard, stream, member string) {
-	g.Check(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(t.Name), Key: Key(member, stream)}}, nil)
-	g.Check(types.TransactWriteItem{Update: &types.Update{
+	g.check(types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(t.Name), Key: Key(member, stream)}}, nil)
+	g.check(types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(t.Name),
 		Key:                       Key(member, userSpacesID),
 		UpdateExpression:          aws.String("ADD #n :minus"),
@@ -242,11 +283,11 @@ func roleCheck(t Table, stream, caller string, roles ...string) types.TransactWr
 // item holds now: not a member, a role that may not, or (a role that may)
 // accepted events that were still waiting, errMemberPending.
 func checkRole(g *guard, t Table, stream, caller string, roles ...string) {
-	g.Check(roleCheck(t, stream, caller, roles...), nil)
-	if g.Explain == nil {
-		g.Explain = map[int]func(context.Context) error{}
+	g.check(roleCheck(t, stream, caller, roles...), nil)
+	if g.explain == nil {
+		g.explain = map[int]func(context.Context) error{}
 	}
-	g.Explain[len(g.Writes)-1] = func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, roles) }
+	g.explain[len(g.writes)-1] = func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, roles) }
 }
 
 // noPending is the condition that a member item counts no pending
@@ -510,7 +551,7 @@ func spaceName(ctx context.Context, t Table, stream string) (string, error) {
 // checks (roleCheck, refusal nil) are answered by whether caller is a
 // member at all: ErrRoleForbids or ErrNotMember.
 func newGuard(t Table, stream, caller string) *guard {
-	return &guard{Unexplained: func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, nil) }}
+	return &guard{unexplained: func(ctx context.Context) error { return whyRefused(ctx, t, stream, caller, nil) }}
 }
 
 // whyRefused answers the caller's failed role check: whether they are a

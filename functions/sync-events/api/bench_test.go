@@ -126,7 +126,7 @@ func BenchmarkHandler(b *testing.B) {
 		evs := []syncevent.Event{ev}
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := log.Commit(context.Background(), rec, evs, ev.ReceivedAt); err != nil {
+			if err := log.Commit(context.Background(), rec, []eventstore.Change{eventstore.Append(evs...)}, ev.ReceivedAt); err != nil {
 				b.Fatal(err)
 			}
 		}

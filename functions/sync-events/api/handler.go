@@ -51,9 +51,9 @@ type EventReader interface {
 
 // Handler answers the function's API Gateway requests.
 type Handler struct {
-	mutations *mutation.Runner[syncevent.Event]
+	mutations *mutation.Runner[eventstore.Change]
 	// batches is the envelope of the routes that take a larger body.
-	batches      *mutation.Runner[syncevent.Event]
+	batches      *mutation.Runner[eventstore.Change]
 	events       EventReader
 	reads        *ratelimit.Limiter
 	refused      *ratelimit.Limiter
@@ -184,7 +184,7 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		}()
 	}
 	var carried int
-	resp, rep := runner.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[syncevent.Event], error) {
+	resp, rep := runner.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[eventstore.Change], error) {
 		plan, n, err := rt.mutate(h, r)
 		carried = n
 		return plan, err

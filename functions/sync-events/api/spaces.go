@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/go-json-experiment/json"
-	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
@@ -19,7 +18,6 @@ import (
 	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
 // The spaces' routes.
@@ -113,23 +111,23 @@ type newSpace struct {
 }
 
 // createSpace makes a space with the caller its owner.
-func createSpace(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func createSpace(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	var b newSpace
 	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid space: the body must be {"id": a UUID, "name": 1 to 100 characters}`, errcode.Field{Field: "body"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(`Invalid space: the body must be {"id": a UUID, "name": 1 to 100 characters}`, errcode.Field{Field: "body"})
 	}
 	if err := spaceCaller(r.User); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	st, err := spaceStream(b.ID)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid("Invalid space: id must be a UUID in lowercase", errcode.Field{Field: "id"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid("Invalid space: id must be a UUID in lowercase", errcode.Field{Field: "id"})
 	}
 	if n := utf8.RuneCountInString(b.Name); n < 1 || n > maxSpaceNameLen {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(fmt.Sprintf("Invalid space: name must be 1 to %d characters", maxSpaceNameLen), errcode.Field{Field: "name"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(fmt.Sprintf("Invalid space: name must be 1 to %d characters", maxSpaceNameLen), errcode.Field{Field: "name"})
 	}
 	answer := eventstore.SpaceListing{ID: b.ID, Name: b.Name, Role: eventstore.RoleOwner}
-	return membershipPlan(r, st, syncevent.SpaceCreatedType, eventstore.MembershipPayload{Name: b.Name}, http.StatusCreated, answer), 1, nil
+	return membershipPlan(eventstore.CreateSpace(st, b.Name), http.StatusCreated, answer), 1, nil
 }
 
 // newMember is POST /spaces/{id}/members' body.
@@ -145,23 +143,23 @@ type memberAnswer struct {
 	Role   string `json:"role"`
 }
 
-func addMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func addMember(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	st, err := stream(r)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	var b newMember
 	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid member: the body must be {"member": a user's sub, "role": "owner", "writer" or "reader"}`, errcode.Field{Field: "body"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(`Invalid member: the body must be {"member": a user's sub, "role": "owner", "writer" or "reader"}`, errcode.Field{Field: "body"})
 	}
 	if err := checkMember(b.Member); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	if !eventstore.ValidRole(b.Role) {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid member: role must be "owner", "writer" or "reader"`, errcode.Field{Field: "role"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(`Invalid member: role must be "owner", "writer" or "reader"`, errcode.Field{Field: "role"})
 	}
 	answer := memberAnswer{Space: r.PathParams["spaceId"], Member: b.Member, Role: b.Role}
-	return membershipPlan(r, st, syncevent.MemberAddedType, eventstore.MembershipPayload{Member: b.Member, Role: b.Role}, http.StatusCreated, answer), 1, nil
+	return membershipPlan(eventstore.AddMember(st, b.Member, b.Role), http.StatusCreated, answer), 1, nil
 }
 
 // removedAnswer is the answer to removing a member, or leaving.
@@ -171,20 +169,20 @@ type removedAnswer struct {
 	Removed bool   `json:"removed"`
 }
 
-func removeMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func removeMember(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	st, err := stream(r)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	member, err := url.PathUnescape(r.PathParams["memberId"])
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid("memberId is not a percent-encoded user id", errcode.Field{Field: "memberId"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid("memberId is not a percent-encoded user id", errcode.Field{Field: "memberId"})
 	}
 	if err := checkMember(member); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	answer := removedAnswer{Space: r.PathParams["spaceId"], Member: member, Removed: true}
-	return membershipPlan(r, st, syncevent.MemberRemovedType, eventstore.MembershipPayload{Member: member}, http.StatusOK, answer), 1, nil
+	return membershipPlan(eventstore.RemoveMember(st, member), http.StatusOK, answer), 1, nil
 }
 
 func checkMember(m string) error {
@@ -194,28 +192,18 @@ func checkMember(m string) error {
 	return nil
 }
 
-// membershipPlan commits one membership change: an event of a reserved
-// type at the space's next position, whose commit the event log guards
-// (package eventlog, spaces), answered with status and answer.
-func membershipPlan(r *mutation.Request, st, typ string, p eventstore.MembershipPayload, status int, answer any) mutation.Plan[syncevent.Event] {
-	return mutation.Plan[syncevent.Event]{
-		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
-			payload, err := json.Marshal(p)
-			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, err
-			}
+// membershipPlan commits one membership change, answered with status and
+// answer.
+func membershipPlan(change eventstore.Change, status int, answer any) mutation.Plan[eventstore.Change] {
+	return mutation.Plan[eventstore.Change]{
+		Execute: func(context.Context, time.Time) (idempotency.Execution[eventstore.Change], error) {
 			body, err := json.Marshal(answer)
 			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, err
+				return idempotency.Execution[eventstore.Change]{}, err
 			}
-			at := now.Truncate(time.Millisecond)
-			ev := syncevent.Event{
-				Stream: st, ID: uuid.NewString(), Type: typ, OccurredAt: at.UTC().Format(syncevent.TimestampLayout),
-				ReceivedAt: at, Payload: payload,
-			}
-			return idempotency.Execution[syncevent.Event]{
+			return idempotency.Execution[eventstore.Change]{
 				Response: idempotency.Response{StatusCode: status, Body: body},
-				Writes:   []syncevent.Event{ev},
+				Writes:   []eventstore.Change{change},
 			}, nil
 		},
 		// The event's id is new: its condition cannot fail but by a UUID

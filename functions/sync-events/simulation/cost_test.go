@@ -346,7 +346,7 @@ func seedEvents(b *testing.B, hs *apitest.Harness, user string, n int) {
 		}
 		rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "-", StatusCode: 201, ResponseBody: []byte(`{}`),
 			Method: "POST", Route: "/seed", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := log.Commit(context.Background(), rec, batch, now); err != nil {
+		if err := log.Commit(context.Background(), rec, []eventstore.Change{eventstore.Append(batch...)}, now); err != nil {
 			b.Fatal(err)
 		}
 		done += len(batch)
