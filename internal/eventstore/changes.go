@@ -77,11 +77,11 @@ func stringAttr(img map[string]events.DynamoDBAttributeValue, name string) (stri
 // false when the user has no head. make run hands it to the poke function
 // where its backend writes no stream records for transactions (kumo).
 func HeadRecord(ctx context.Context, t Table, user string) (events.DynamoDBEventRecord, bool, error) {
-	item, err := t.Get(ctx, user, HeadID, "head")
+	item, err := t.get(ctx, user, HeadID, "head")
 	if err != nil || len(item) == 0 {
 		return events.DynamoDBEventRecord{}, false, err
 	}
-	h, err := DecodeHead(item)
+	h, err := decodeHead(item)
 	if err != nil {
 		return events.DynamoDBEventRecord{}, false, err
 	}

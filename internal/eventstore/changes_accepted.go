@@ -32,7 +32,7 @@ func AcceptedStreams(records []events.DynamoDBEventRecord) []string {
 		if stream.DataType() != events.DataTypeString || pos.DataType() != events.DataTypeString {
 			continue
 		}
-		if _, pending := PendingSince(pos.String()); !pending {
+		if _, pending := pendingSince(pos.String()); !pending {
 			continue
 		}
 		if s := stream.String(); !seen[s] {

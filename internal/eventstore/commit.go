@@ -75,13 +75,13 @@ func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, cha
 // flow retries after a backoff.
 const maxHeadAttempts = 8
 
-// StorageFull is the code of ErrStorageFull, an error code of the events
+// StorageFull is the code of errStorageFull, an error code of the events
 // API's own.
 const StorageFull errcode.Code = "USER_STORAGE_FULL"
 
-// ErrStorageFull is the answer when a user's events reach DynamoDB's item
+// errStorageFull is the answer when a user's events reach DynamoDB's item
 // collection limit.
-var ErrStorageFull = errcode.New(StorageFull,
+var errStorageFull = errcode.New(StorageFull,
 	"This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
 
 // Commit makes changes, exactly one Change, with rec: its events at the
@@ -92,7 +92,7 @@ var ErrStorageFull = errcode.New(StorageFull,
 // into the change's events (Append's, in the order given). The errors of
 // each operation are its constructor's (Append, Delete, CreateSpace,
 // AddMember, RemoveMember, Leave); any change may also be refused with
-// ErrRateLimited or ErrStorageFull.
+// errRateLimited or errStorageFull.
 //
 // The environment remembers the last head it saw of each user, so that
 // the common case (a user's writes reaching an environment that saw their
@@ -103,7 +103,7 @@ var ErrStorageFull = errcode.New(StorageFull,
 //
 // Each commit takes a token of the user's bucket, kept on the head item
 // and written with it: a commit over the user's rate is refused with
-// ErrRateLimited, before anything is sent where the environment's head
+// errRateLimited, before anything is sent where the environment's head
 // is current (after the one call that finds it is not, otherwise), and
 // the limit costs no call and no capacity of its own. The token is taken
 // before the key's record is looked at, so a retry of a key already
@@ -218,7 +218,7 @@ func (l *Store) Commit(ctx context.Context, rec idempotency.Record, changes []Ch
 		if attempt == maxHeadAttempts {
 			return fmt.Errorf("%w: the head of the stream kept moving", idempotency.ErrTransactionConflict)
 		}
-		if h, err = l.t.HeadFrom(ctx, stream, headItem); err != nil {
+		if h, err = l.t.headFrom(ctx, stream, headItem); err != nil {
 			return err
 		}
 		l.heads.put(stream, h)
@@ -238,7 +238,7 @@ func (l *Store) accept(ctx context.Context, rec idempotency.Record, evs []syncev
 		for i, ev := range evs {
 			ev.Author = rec.UserID
 			key := PendingKey(now, evs[0].ID, i)
-			writes = append(writes, l.put(EncodePending(ev, key)))
+			writes = append(writes, l.put(encodePending(ev, key)))
 		}
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
@@ -293,16 +293,16 @@ func acceptLimitOf(changes ratelimit.Bucket) acceptLimit {
 // own nor a space's, or of several streams in one commit.
 var errOtherStream = errors.New("eventstore: a commit's events are of the caller's own stream or of one space")
 
-// ErrRateLimited is the answer to a commit over the user's rate; its
+// errRateLimited is the answer to a commit over the user's rate; its
 // RetryAfter says when the next token comes.
-var ErrRateLimited = errcode.New(errcode.RateLimited,
+var errRateLimited = errcode.New(errcode.RateLimited,
 	"Too many changes from this user: this request was not carried out; send it again with the same key after the time in Retry-After")
 
-// rateLimited is ErrRateLimited with the wait. It wraps nothing: a refusal
+// rateLimited is errRateLimited with the wait. It wraps nothing: a refusal
 // of the client's pace is no failure of the service, and is logged as a
 // refusal, not as an error.
 func rateLimited(wait time.Duration) error {
-	return &errcode.Error{Code: ErrRateLimited.Code, Message: ErrRateLimited.Message, RetryAfter: wait}
+	return &errcode.Error{Code: errRateLimited.Code, Message: errRateLimited.Message, RetryAfter: wait}
 }
 
 // errNoEvents refuses a commit of nothing: the head's condition is on its
@@ -317,7 +317,7 @@ var errOneChange = errors.New("eventstore: a commit makes exactly one change")
 // collection here is a user's events.
 func classify(err error) error {
 	if errors.Is(err, dynamodbstore.ErrItemCollectionFull) {
-		return &errcode.Error{Code: ErrStorageFull.Code, Message: ErrStorageFull.Message, Err: err}
+		return &errcode.Error{Code: errStorageFull.Code, Message: errStorageFull.Message, Err: err}
 	}
 	return err
 }
@@ -325,7 +325,7 @@ func classify(err error) error {
 // putNew is the write that stores ev at ev.Position, conditioned on its id
 // being new for its user. Only Commit uses it, with the head's write.
 func (l *Store) putNew(ev syncevent.Event) types.TransactWriteItem {
-	return l.put(EncodeEvent(ev))
+	return l.put(encodeEvent(ev))
 }
 
 // put is the write of an event item, conditioned on its id being new for
@@ -354,7 +354,7 @@ func splitHeadFailure(f *dynamodbstore.ConditionFailedError, extra, n int) (head
 	return headItem, events
 }
 
-// Get reads a ledger record.
+// get reads a ledger record.
 func (l *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	return l.ledger.Get(ctx, userID, key)
 }

@@ -92,7 +92,7 @@ func deletionGuard(ctx context.Context, t Table, stream, caller, id string) (*gu
 		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
 		ConditionExpression: aws.String("attribute_exists(#rk) AND NOT begins_with(#rk, :pendingp) AND attribute_not_exists(#del) AND NOT (#t IN (" +
 			strings.Join(reservedValues(), ", ") + "))"),
-		ExpressionAttributeNames: map[string]string{"#p": AttrPayload, "#del": AttrDeleted, "#rk": AttrPosition, "#a": AttrAuthor, "#t": AttrType},
+		ExpressionAttributeNames: map[string]string{"#p": attrPayload, "#del": attrDeleted, "#rk": AttrPosition, "#a": attrAuthor, "#t": attrType},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":empty": S("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
 			// A pending event (accepted, not yet sequenced) is placed
@@ -126,17 +126,17 @@ func reservedValues() []string {
 
 // whyNotDeleted reads the event a deletion could not make a tombstone of.
 func whyNotDeleted(ctx context.Context, t Table, stream, id string) error {
-	item, err := t.Get(ctx, stream, id, "event")
+	item, err := t.get(ctx, stream, id, "event")
 	switch {
 	case err != nil:
 		return err
 	case item[AttrPosition] == nil:
 		return ErrEventNotFound
-	case IsPending(item):
+	case isPending(item):
 		return errMemberPending // sequence the stream, then delete
-	case item[AttrDeleted] != nil:
+	case item[attrDeleted] != nil:
 		return ErrAlreadyDeleted
-	case isReserved(item[AttrType]):
+	case isReserved(item[attrType]):
 		return ErrNotDeletable
 	default:
 		return ErrRoleForbids // a writer, another's event

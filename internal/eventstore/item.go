@@ -32,10 +32,10 @@ type eventItem struct {
 }
 
 // eventAttributes are the attributes every event item has, all strings.
-var eventAttributes = []string{AttrStream, AttrID, AttrPosition, AttrType, AttrOccurredAt, AttrReceivedAt, AttrPayload}
+var eventAttributes = []string{AttrStream, AttrID, AttrPosition, attrType, attrOccurredAt, AttrReceivedAt, attrPayload}
 
-// EncodeEvent is ev as an event item.
-func EncodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
+// encodeEvent is ev as an event item.
+func encodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 	item, err := attributevalue.MarshalMap(eventItem{
 		Stream: ev.Stream, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
 		ReceivedAt: ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout), Payload: string(ev.Payload), Author: ev.Author,
@@ -49,9 +49,9 @@ func EncodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 // ErrBadItem reports an item of the events table this package did not write.
 var ErrBadItem = errors.New("malformed item in the events table")
 
-// DecodeEvent reads an event item, refusing one that lacks an attribute
+// decodeEvent reads an event item, refusing one that lacks an attribute
 // or holds one of another type.
-func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {
+func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {
 	for _, name := range eventAttributes {
 		if _, ok := item[name].(*types.AttributeValueMemberS); !ok {
 			return syncevent.Event{}, fmt.Errorf("%w: %s is missing or not a string", ErrBadItem, name)
@@ -99,8 +99,8 @@ const (
 // AttrHeadYield is the head's YieldUntil (Unix milliseconds).
 const AttrHeadYield = "yield_until_ms"
 
-// EncodeHead is h as the head item of stream.
-func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
+// encodeHead is h as the head item of stream.
+func encodeHead(stream string, h Head) map[string]types.AttributeValue {
 	item := Key(stream, HeadID)
 	item[AttrSeq] = N(h.Seq)
 	if h.Bucket.Stored {
@@ -113,9 +113,9 @@ func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
 	return item
 }
 
-// DecodeHead reads a head item; no item is the head 0 with a full bucket,
+// decodeHead reads a head item; no item is the head 0 with a full bucket,
 // and so is a head written with no bucket.
-func DecodeHead(item map[string]types.AttributeValue) (Head, error) {
+func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 	if len(item) == 0 {
 		return Head{}, nil
 	}
@@ -156,8 +156,8 @@ type Floor struct{ Seq, Trimmed uint64 }
 // AttrTrimmed is the floor item's Trimmed; its Seq is AttrSeq.
 const AttrTrimmed = "trimmed"
 
-// DecodeFloor reads a floor item; no item is the floor 0.
-func DecodeFloor(item map[string]types.AttributeValue) (Floor, error) {
+// decodeFloor reads a floor item; no item is the floor 0.
+func decodeFloor(item map[string]types.AttributeValue) (Floor, error) {
 	var f Floor
 	for name, into := range map[string]*uint64{AttrSeq: &f.Seq, AttrTrimmed: &f.Trimmed} {
 		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
@@ -202,15 +202,15 @@ func PendingKey(at time.Time, request string, index int) string {
 	return fmt.Sprintf("%s%013d#%s#%03d", PendingPrefix, at.UnixMilli(), request, index)
 }
 
-// PendingBefore is the least pending key of an event accepted at t or
+// pendingBefore is the least pending key of an event accepted at t or
 // later: every key below it was accepted earlier.
-func PendingBefore(t time.Time) string {
+func pendingBefore(t time.Time) string {
 	return fmt.Sprintf("%s%013d", PendingPrefix, t.UnixMilli())
 }
 
-// PendingRequest is the part of a pending key that names its request
+// pendingRequest is the part of a pending key that names its request
 // (everything before the index), and false for a key that is not pending.
-func PendingRequest(key string) (string, bool) {
+func pendingRequest(key string) (string, bool) {
 	i := strings.LastIndexByte(key, '#')
 	if !strings.HasPrefix(key, PendingPrefix) || i < 0 {
 		return "", false
@@ -218,8 +218,8 @@ func PendingRequest(key string) (string, bool) {
 	return key[:i], true
 }
 
-// PendingSince is when the event of a pending key was accepted.
-func PendingSince(key string) (time.Time, bool) {
+// pendingSince is when the event of a pending key was accepted.
+func pendingSince(key string) (time.Time, bool) {
 	ms, _, ok := strings.Cut(strings.TrimPrefix(key, PendingPrefix), "#")
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if !ok || err != nil || !strings.HasPrefix(key, PendingPrefix) {
@@ -228,32 +228,32 @@ func PendingSince(key string) (time.Time, bool) {
 	return time.UnixMilli(n), true
 }
 
-// IsPending reports whether item is an event accepted and not yet
+// isPending reports whether item is an event accepted and not yet
 // sequenced.
-func IsPending(item map[string]types.AttributeValue) bool {
+func isPending(item map[string]types.AttributeValue) bool {
 	rk, ok := item[AttrPosition].(*types.AttributeValueMemberS)
 	return ok && strings.HasPrefix(rk.Value, PendingPrefix)
 }
 
-// EncodePending is ev as an accepted event's item: at the pending
+// encodePending is ev as an accepted event's item: at the pending
 // position key, ev.Position unused, and in the index of pending events
 // (PendingIndex) until placed.
-func EncodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
-	item := EncodeEvent(ev)
+func encodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
+	item := encodeEvent(ev)
 	item[AttrPosition] = S(key)
-	item[AttrPendingShard] = S(PendingShard(ev.Stream))
+	item[attrPendingShard] = S(PendingShard(ev.Stream))
 	return item
 }
 
-// PendingShards is how many partitions the index of pending events
+// pendingShards is how many partitions the index of pending events
 // spreads them over: an index key takes about 1,000 writes a second, and
 // every accept of the table writes it (and every placement removes it).
-const PendingShards = 16
+const pendingShards = 16
 
 // PendingShard is stream's partition of the index of pending events: all
 // of one stream's in one, so that a sweep finds each stream once a shard.
 func PendingShard(stream string) string {
 	h := fnv.New32a()
 	h.Write([]byte(stream))
-	return strconv.Itoa(int(h.Sum32() % PendingShards))
+	return strconv.Itoa(int(h.Sum32() % pendingShards))
 }

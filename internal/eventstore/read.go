@@ -82,7 +82,7 @@ func (l *Store) Read(ctx context.Context, userID string, after syncevent.Positio
 				return
 			}
 			for _, item := range out.Items {
-				ev, err := DecodeEvent(item)
+				ev, err := decodeEvent(item)
 				if err != nil {
 					yield(syncevent.Event{}, err)
 					return
@@ -158,10 +158,10 @@ func (l *Store) All(ctx context.Context) ([]syncevent.Event, error) {
 			return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 		}
 		for _, item := range page.Items {
-			if _, ok := item[AttrPosition]; !ok || IsPending(item) {
+			if _, ok := item[AttrPosition]; !ok || isPending(item) {
 				continue // a head, a floor, a space's meta or member item; an event not yet sequenced
 			}
-			ev, err := DecodeEvent(item)
+			ev, err := decodeEvent(item)
 			if err != nil {
 				return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 			}

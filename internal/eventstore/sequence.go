@@ -196,7 +196,7 @@ func front(ctx context.Context, t Table, stream string) (taken []pending, more b
 			if err != nil {
 				return nil, false, err
 			}
-			key, _ := PendingRequest(p.key)
+			key, _ := pendingRequest(p.key)
 			if key != requestKey {
 				if !takeRequest() {
 					return taken, true, nil
@@ -220,7 +220,7 @@ func front(ctx context.Context, t Table, stream string) (taken []pending, more b
 func decodePending(item map[string]types.AttributeValue) (pending, int, error) {
 	var p pending
 	size := 0
-	for name, into := range map[string]*string{AttrID: &p.id, AttrPosition: &p.key, AttrAuthor: &p.author} {
+	for name, into := range map[string]*string{AttrID: &p.id, AttrPosition: &p.key, attrAuthor: &p.author} {
 		v, ok := item[name].(*types.AttributeValueMemberS)
 		if !ok {
 			return pending{}, 0, fmt.Errorf("%w: a pending event lacks %s", ErrBadItem, name)
@@ -252,7 +252,7 @@ func place(ctx context.Context, t Table, stream string, head Head, batch []pendi
 			Key:                      Key(stream, p.id),
 			UpdateExpression:         aws.String("SET #rk = :p REMOVE #ps"),
 			ConditionExpression:      aws.String("#rk = :pending"),
-			ExpressionAttributeNames: map[string]string{"#rk": AttrPosition, "#ps": AttrPendingShard},
+			ExpressionAttributeNames: map[string]string{"#rk": AttrPosition, "#ps": attrPendingShard},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":p": S(syncevent.At(head.Seq + uint64(i) + 1).SortKey()), ":pending": S(p.key),
 			},
@@ -279,7 +279,7 @@ func headAfter(ctx context.Context, t Table, stream string, c *types.Transaction
 	if len(reasons) > 0 {
 		last := reasons[len(reasons)-1]
 		if aws.ToString(last.Code) == "ConditionalCheckFailed" && len(last.Item) > 0 {
-			return DecodeHead(last.Item)
+			return decodeHead(last.Item)
 		}
 	}
 	return t.ReadHead(ctx, stream)
@@ -306,5 +306,5 @@ func yieldHead(ctx context.Context, t Table, stream string) (Head, error) {
 	if err != nil {
 		return Head{}, dynamodbstore.Classify(fmt.Errorf("make the head give way: %w", err))
 	}
-	return DecodeHead(out.Attributes)
+	return decodeHead(out.Attributes)
 }

@@ -59,23 +59,23 @@ type MembershipPayload struct {
 
 // Limits of spaces.
 const (
-	MaxSpaceMembers = 100
-	MaxUserSpaces   = 100
+	maxSpaceMembers = 100
+	maxUserSpaces   = 100
 )
 
-// SpaceStreamPrefix begins every space's stream id, and no user's: the API
+// spaceStreamPrefix begins every space's stream id, and no user's: the API
 // refuses subs that begin so.
-const SpaceStreamPrefix = "space#"
+const spaceStreamPrefix = "space#"
 
 // SpaceStream is the stream id of space id: its partition in the events table.
-func SpaceStream(id string) string { return SpaceStreamPrefix + id }
+func SpaceStream(id string) string { return spaceStreamPrefix + id }
 
 // IsSpaceStream reports whether stream is a space's.
-func IsSpaceStream(stream string) bool { return strings.HasPrefix(stream, SpaceStreamPrefix) }
+func IsSpaceStream(stream string) bool { return strings.HasPrefix(stream, spaceStreamPrefix) }
 
 // SpaceID is the id of the space whose stream is stream, and false for a
 // user's stream.
-func SpaceID(stream string) (string, bool) { return strings.CutPrefix(stream, SpaceStreamPrefix) }
+func SpaceID(stream string) (string, bool) { return strings.CutPrefix(stream, spaceStreamPrefix) }
 
 // Sort keys of a space's and a member's items besides events and heads.
 const (
@@ -109,14 +109,14 @@ var (
 	ErrAlreadyMember = errcode.New("SPACE_ALREADY_MEMBER", "This user is a member of this space already")
 	ErrNoSuchMember  = errcode.New("SPACE_NO_SUCH_MEMBER", "This user is not a member of this space")
 	ErrLastOwner     = errcode.New("SPACE_LAST_OWNER", "The last owner of a space may not leave it or be removed")
-	ErrMembersLimit  = errcode.New("SPACE_MEMBERS_LIMIT", fmt.Sprintf("This space has %d members, the most it may have", MaxSpaceMembers))
-	ErrSpacesLimit   = errcode.New("USER_SPACES_LIMIT", fmt.Sprintf("This user is in %d spaces, the most one may be in", MaxUserSpaces))
+	ErrMembersLimit  = errcode.New("SPACE_MEMBERS_LIMIT", fmt.Sprintf("This space has %d members, the most it may have", maxSpaceMembers))
+	ErrSpacesLimit   = errcode.New("USER_SPACES_LIMIT", fmt.Sprintf("This user is in %d spaces, the most one may be in", maxUserSpaces))
 )
 
 // CreateSpace is the change that makes the space whose stream is stream
 // (SpaceStream) named name, with the caller its owner, and writes its
 // first event (syncevent.SpaceCreatedType). Commit refuses it with
-// ErrSpaceExists, or ErrSpacesLimit when the caller is in MaxUserSpaces
+// ErrSpaceExists, or ErrSpacesLimit when the caller is in maxUserSpaces
 // spaces already.
 func CreateSpace(stream, name string) Change {
 	return Change{stream: stream, op: createSpace{name: name}}
@@ -127,10 +127,10 @@ type createSpace struct{ name string }
 func (c createSpace) plan(_ context.Context, t Table, stream, caller string, at time.Time) (*guard, []syncevent.Event, error) {
 	g := newGuard(t, stream, caller)
 	g.newStream = ErrSpaceExists
-	g.check(t.PutNew(stream, metaID, map[string]types.AttributeValue{
+	g.check(t.putNew(stream, metaID, map[string]types.AttributeValue{
 		attrName: S(c.name), attrMembers: N(1), attrOwners: N(1),
 	}), ErrSpaceExists)
-	g.check(t.Put(stream, memberPrefix+caller, map[string]types.AttributeValue{attrRole: S(RoleOwner)}), nil)
+	g.check(t.put(stream, memberPrefix+caller, map[string]types.AttributeValue{attrRole: S(RoleOwner)}), nil)
 	joined(t, g, stream, caller, RoleOwner, c.name)
 	ev, err := serviceEvent(stream, syncevent.SpaceCreatedType, at, MembershipPayload{Name: c.name})
 	return g, ev, err
@@ -140,7 +140,7 @@ func (c createSpace) plan(_ context.Context, t Table, stream, caller string, at 
 // stream in role, by an owner, and writes it at the space's next position
 // (syncevent.MemberAddedType). Commit refuses it with ErrNotMember,
 // ErrRoleForbids (the caller is no owner), ErrAlreadyMember,
-// ErrMembersLimit, or ErrSpacesLimit (member is in MaxUserSpaces spaces).
+// ErrMembersLimit, or ErrSpacesLimit (member is in maxUserSpaces spaces).
 func AddMember(stream, member, role string) Change {
 	return Change{stream: stream, op: addMember{member: member, role: role}}
 }
@@ -153,7 +153,7 @@ func (a addMember) plan(ctx context.Context, t Table, stream, caller string, at 
 	}
 	g := newGuard(t, stream, caller)
 	checkRole(g, t, stream, caller, RoleOwner)
-	g.check(t.PutNew(stream, memberPrefix+a.member, map[string]types.AttributeValue{attrRole: S(a.role)}), ErrAlreadyMember)
+	g.check(t.putNew(stream, memberPrefix+a.member, map[string]types.AttributeValue{attrRole: S(a.role)}), ErrAlreadyMember)
 	g.check(countMembers(t, stream, 1, a.role == RoleOwner), ErrMembersLimit)
 	name, err := spaceName(ctx, t, stream)
 	if err != nil {
@@ -237,7 +237,7 @@ func (r removeMember) plan(ctx context.Context, t Table, stream, caller string, 
 
 // joined adds member's listing item and counts the space among theirs.
 func joined(t Table, g *guard, stream, member, role, name string) {
-	g.check(t.Put(member, stream, map[string]types.AttributeValue{attrRole: S(role), attrName: S(name)}), nil)
+	g.check(t.put(member, stream, map[string]types.AttributeValue{attrRole: S(role), attrName: S(name)}), nil)
 	g.check(types.TransactWriteItem{Update: &types.Update{
 		TableName:                aws.String(t.Name),
 		Key:                      Key(member, userSpacesID),
@@ -245,7 +245,7 @@ func joined(t Table, g *guard, stream, member, role, name string) {
 		ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :max"),
 		ExpressionAttributeNames: map[string]string{"#n": attrSpaceCount},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one": N(1), ":max": N(MaxUserSpaces),
+			":one": N(1), ":max": N(maxUserSpaces),
 		},
 	}}, ErrSpacesLimit)
 }
@@ -457,11 +457,11 @@ func roleCondition(roles []string) (string, map[string]string, map[string]types.
 }
 
 // countMembers adds delta to the space's members (and owners, if owner),
-// within the limits: at most MaxSpaceMembers, never the last owner gone.
+// within the limits: at most maxSpaceMembers, never the last owner gone.
 func countMembers(t Table, stream string, delta int, owner bool) types.TransactWriteItem {
 	update, cond := "ADD #m :d", "#m < :max"
 	names := map[string]string{"#m": attrMembers}
-	values := map[string]types.AttributeValue{":d": N(0), ":max": N(MaxSpaceMembers)}
+	values := map[string]types.AttributeValue{":d": N(0), ":max": N(maxSpaceMembers)}
 	values[":d"] = &types.AttributeValueMemberN{Value: strconv.Itoa(delta)}
 	if delta < 0 {
 		cond = "attribute_exists(#m)"
@@ -515,7 +515,7 @@ type member struct {
 }
 
 func readMember(ctx context.Context, t Table, stream, user string) (member, error) {
-	item, err := t.Get(ctx, stream, memberPrefix+user, "member")
+	item, err := t.get(ctx, stream, memberPrefix+user, "member")
 	if err != nil {
 		return member{}, err
 	}
@@ -536,7 +536,7 @@ func readMember(ctx context.Context, t Table, stream, user string) (member, erro
 }
 
 func spaceName(ctx context.Context, t Table, stream string) (string, error) {
-	item, err := t.Get(ctx, stream, metaID, "space")
+	item, err := t.get(ctx, stream, metaID, "space")
 	if err != nil {
 		return "", err
 	}
@@ -591,7 +591,7 @@ func (t Table) Spaces(ctx context.Context, user string) ([]SpaceListing, error) 
 		TableName:                 aws.String(t.Name),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#id, :p)"),
 		ExpressionAttributeNames:  map[string]string{"#u": AttrStream, "#id": AttrID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(user), ":p": S(SpaceStreamPrefix)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(user), ":p": S(spaceStreamPrefix)},
 		ConsistentRead:            aws.Bool(true),
 	}
 	var out []SpaceListing
@@ -607,7 +607,7 @@ func (t Table) Spaces(ctx context.Context, user string) ([]SpaceListing, error) 
 			if id == nil || role == nil || name == nil {
 				return nil, fmt.Errorf("%w: a space listing lacks an attribute", ErrBadItem)
 			}
-			out = append(out, SpaceListing{ID: strings.TrimPrefix(id.Value, SpaceStreamPrefix), Name: name.Value, Role: role.Value})
+			out = append(out, SpaceListing{ID: strings.TrimPrefix(id.Value, spaceStreamPrefix), Name: name.Value, Role: role.Value})
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			break

@@ -29,13 +29,13 @@ func Sweep(ctx context.Context, t Table, cutoff time.Time) (SequenceReport, erro
 	var rep SequenceReport
 	var streams []string
 	seen := map[string]bool{}
-	before := PendingBefore(cutoff)
-	for shard := range PendingShards {
+	before := pendingBefore(cutoff)
+	for shard := range pendingShards {
 		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(t.Name),
 			IndexName:                 aws.String(PendingIndex),
 			KeyConditionExpression:    aws.String("#ps = :shard AND #rk < :before"),
-			ExpressionAttributeNames:  map[string]string{"#ps": AttrPendingShard, "#rk": AttrPosition},
+			ExpressionAttributeNames:  map[string]string{"#ps": attrPendingShard, "#rk": AttrPosition},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": S(strconv.Itoa(shard)), ":before": S(before)},
 		}
 		for {

@@ -19,12 +19,12 @@ const (
 	// AttrSeq is a head's (and a floor's) sequence number.
 	AttrSeq = "seq"
 	// An event's other attributes.
-	AttrType       = "type"
-	AttrOccurredAt = "occurred_at"
+	attrType       = "type"
+	attrOccurredAt = "occurred_at"
 	AttrReceivedAt = "received_at"
-	AttrPayload    = "payload"
-	AttrAuthor     = "author"
-	AttrDeleted    = "deleted"
+	attrPayload    = "payload"
+	attrAuthor     = "author"
+	attrDeleted    = "deleted"
 )
 
 // ByReceivedIndex orders one user's events by position: the events stored
@@ -33,13 +33,13 @@ const (
 const ByReceivedIndex = "by_received"
 
 // PendingIndex is the events table's sparse global index of accepted
-// events not yet placed, AttrPendingShard then AttrPosition (their
+// events not yet placed, attrPendingShard then AttrPosition (their
 // pending keys, in the order accepted), keys only: a sweep (package
 // sequencer) finds the streams that a lost stream record left pending.
-// Only pending items carry AttrPendingShard; placing one removes it.
+// Only pending items carry attrPendingShard; placing one removes it.
 const (
 	PendingIndex     = "pending"
-	AttrPendingShard = "pending_shard"
+	attrPendingShard = "pending_shard"
 )
 
 // HeadID is the event_id of each stream's head item. Event ids are
@@ -69,7 +69,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
 		KeySchema:            []types.KeySchemaElement{key(AttrStream, types.KeyTypeHash), key(AttrID, types.KeyTypeRange)},
-		AttributeDefinitions: []types.AttributeDefinition{attr(AttrStream), attr(AttrID), attr(AttrPosition), attr(AttrPendingShard)},
+		AttributeDefinitions: []types.AttributeDefinition{attr(AttrStream), attr(AttrID), attr(AttrPosition), attr(attrPendingShard)},
 		// The stream carries each head's new image to the poke function
 		// (only heads pass its filter); see HeadChange.
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
@@ -80,7 +80,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 		}},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName:  aws.String(PendingIndex),
-			KeySchema:  []types.KeySchemaElement{key(AttrPendingShard, types.KeyTypeHash), key(AttrPosition, types.KeyTypeRange)},
+			KeySchema:  []types.KeySchemaElement{key(attrPendingShard, types.KeyTypeHash), key(AttrPosition, types.KeyTypeRange)},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	}
