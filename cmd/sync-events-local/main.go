@@ -99,7 +99,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	// The busy-space path's sequencer, in the process, on the handler's
-	// client: a backend may write no stream records for transactions
+	// client: a backend may write no change-feed records for transactions
 	// (kumo), and make run runs no sequencer function.
 	worker := eventstore.NewWorker(eventstore.Table{Client: client, Name: cfg.EventsTable}, log)
 	defer worker.Close()

@@ -1,5 +1,5 @@
 // Command retention is the Lambda function that removes events older than
-// a deployment keeps them: the events table's stream, filtered to head
+// a deployment keeps them: the events table's change feed, filtered to head
 // items, invokes it with batches of records, and it trims each stream
 // whose head moved (package retention). The template creates it only when
 // EventRetentionDays is above 0. A failed batch is retried by Lambda; one

@@ -1,5 +1,5 @@
 // Command sequencer is the Lambda function that places a busy space's
-// accepted events (package sequencer): the events table's stream,
+// accepted events (eventstore.HandleAccepted): the events table's change feed,
 // filtered to accepted events' inserts (eventstore.AcceptedRecordFilter), invokes it with
 // batches of records, and it drains each stream named, giving every
 // pending event its position and moving the head past them; that head
@@ -56,7 +56,7 @@ func table(ctx context.Context, getenv func(string) string) (eventstore.Table, e
 	return eventstore.Table{Client: client, Name: name}, nil
 }
 
-// handler is the function: a batch of the table's stream records in,
+// handler is the function: a batch of the table's change-feed records in,
 // their streams drained, or the schedule's event in, the table swept;
 // one log line of counts (never a stream, which names a space or a user).
 func handler(t eventstore.Table, log *slog.Logger) func(context.Context, json.RawMessage) error {

@@ -1,4 +1,4 @@
-// The table's change feed (its DynamoDB stream records): each commit
+// The table's change feed (its DynamoDB Streams records): each commit
 // moves its stream's head item, and the head's insert or change, one
 // record per commit whatever its events, tells that the stream moved and
 // to which cursor. Package poke turns that into a device's poke, package
@@ -18,12 +18,12 @@ import (
 )
 
 // Filter is the event source mapping's filter pattern (Lambda
-// event filtering) that passes a stream record only when it is a head
+// event filtering) that passes a change-feed record only when it is a head
 // item's insert or change: one record per commit, whatever its events.
 // The template holds the same pattern; a test compares them.
 const HeadRecordFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"` + AttrID + `":{"S":["` + HeadID + `"]}}}}`
 
-// headMoved reads a stream record of the events table: when it is a
+// headMoved reads a change-feed record of the events table: when it is a
 // head's insert or change, the user whose events moved and the cursor of
 // their last committed event; ok is false for any other record (an event
 // item, a head's removal, a record without its new image).
@@ -45,7 +45,7 @@ func headMoved(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
 	return user, syncevent.At(seq).Cursor(), true
 }
 
-// MovedHeads reads a batch of stream records: for each stream whose head
+// MovedHeads reads a batch of change-feed records: for each stream whose head
 // moved, the cursor of its last committed event, the highest the batch
 // holds (sequence cursors of one length order as strings), and how many
 // of the records were head changes.
@@ -75,7 +75,7 @@ func stringAttr(img map[string]events.DynamoDBAttributeValue, name string) (stri
 // HeadRecord is the change-feed record of user's head as it is now, a MODIFY
 // with the head's keys and new image, read with strong consistency; ok is
 // false when the user has no head. make run hands it to the poke function
-// where its backend writes no stream records for transactions (kumo).
+// where its backend writes no change-feed records for transactions (kumo).
 func HeadRecord(ctx context.Context, t Table, user string) (events.DynamoDBEventRecord, bool, error) {
 	item, err := t.get(ctx, user, HeadID, "head")
 	if err != nil || len(item) == 0 {

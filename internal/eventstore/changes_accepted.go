@@ -9,7 +9,7 @@ import (
 )
 
 // Filter is the event source mapping's filter pattern (Lambda event
-// filtering) that passes a stream record only when it is an accepted
+// filtering) that passes a change-feed record only when it is an accepted
 // event's insert: its position pending. A placed event's change, a head
 // and every event committed at its head do not pass. The template holds
 // the same pattern; a test compares them.
@@ -18,7 +18,7 @@ const AcceptedRecordFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"`
 // maxDrainsAtOnce bounds the streams one batch drains at once.
 const maxDrainsAtOnce = 8
 
-// AcceptedStreams reads a batch of stream records: the streams with an event
+// AcceptedStreams reads a batch of change-feed records: the streams with an event
 // accepted among them, each once, in the order first seen.
 func AcceptedStreams(records []events.DynamoDBEventRecord) []string {
 	var streams []string
@@ -48,7 +48,7 @@ type SequenceReport struct {
 	Records, Streams, Placed, Failed int
 }
 
-// HandleAccepted drains each stream a batch of the table's stream records names
+// HandleAccepted drains each stream a batch of the table's change-feed records names
 // (Accepted), several at once. A stream's drain takes every event
 // pending on it, those of earlier batches given up included. Any
 // stream's failure fails the batch, to be delivered again: the streams

@@ -3,7 +3,7 @@
 // commits at a stream's head with the guards that decide them, the accepts
 // of a busy space's writes and the sequencer that places them, the reads
 // in commit order, and the decoding of the table's change feed (its
-// DynamoDB stream records). No other package writes the table but
+// DynamoDB Streams records). No other package writes the table but
 // package retention, which trims it through Table.
 //
 // A stream is a user's or a space's ordered log of events. Store is the

@@ -13,7 +13,7 @@
 // runs on the table's change feed, filtered to accepts
 // (AcceptedRecordFilter); Sweep, what it runs on a schedule for what no
 // record brought; Worker runs passes in process when told of an accept,
-// for make run and the tests, whose backends may write no stream records.
+// for make run and the tests, whose backends may write no change-feed records.
 
 package eventstore
 

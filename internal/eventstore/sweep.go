@@ -14,7 +14,7 @@ import (
 )
 
 // SweepAfter is how long an accepted event waits before a sweep takes it
-// as left behind: a stream record reaches the sequencer function in well
+// as left behind: a change-feed record reaches the sequencer function in well
 // under a second, and a failed batch is retried by the event source
 // mapping; a sweep drains what a batch given up (or a record never
 // delivered) left pending.

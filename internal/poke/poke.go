@@ -1,5 +1,5 @@
 // Package poke tells devices that a stream's events moved. From a batch of
-// the events table's stream records it makes one poke per stream whose
+// the events table's change-feed records it makes one poke per stream whose
 // head moved, "the head is now at cursor C", and publishes it on that
 // stream's channel of an AppSync Events API: a user's own, /users/<sub>,
 // or a space's, /spaces/<id>. A poke carries no event
@@ -7,8 +7,8 @@
 // authorization, stays the only way to read events.
 //
 // It owns the channel names and the poke's shape. It does not read the
-// stream (Lambda's event source mapping does, or a local stand-in) nor
-// decide what a head is (package eventlog does).
+// change feed (Lambda's event source mapping does, or a local stand-in)
+// nor decide what a head is (package eventstore does).
 package poke
 
 import (
@@ -109,7 +109,7 @@ type Report struct {
 	NoChannel int // users whose id cannot be a channel
 }
 
-// Handle turns one batch of stream records into pokes and publishes them:
+// Handle turns one batch of change-feed records into pokes and publishes them:
 // records of anything but a head are skipped (the filter should have
 // dropped them), and a user's several heads in one batch make one poke at
 // the highest. It returns an error when the publisher does, so that Lambda

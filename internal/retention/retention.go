@@ -1,5 +1,5 @@
 // Package retention removes the events a deployment keeps no longer. From
-// a batch of the events table's stream records it takes each stream whose
+// a batch of the events table's change-feed records it takes each stream whose
 // head moved and trims it: the events received more than the policy's
 // Keep ago go, oldest first, below the stream's floor (Table.Trim),
 // and a device whose cursor is below the floor is then told to start over
@@ -8,9 +8,9 @@
 //
 // It owns which streams a batch trims and with what cutoff, and the trim
 // itself: the floor raised, the events deleted (Table.Trim). What a read
-// below the floor answers is package eventlog's, the floor item's
-// encoding package eventtable's, and reading the stream Lambda's event
-// source mapping's.
+// below the floor answers, and the floor item's encoding, are package
+// eventstore's; reading the change feed is the Lambda event source
+// mapping's.
 package retention
 
 import (

@@ -23,7 +23,7 @@ const (
 
 // The API's own refusals; every other answer is worded by package mutation
 // (the envelope's refusals, and failures by their code) or by the package
-// that refused (syncevent, eventlog, idempotency).
+// that refused (syncevent, eventstore, idempotency).
 var (
 	errNotFound            = errcode.New(errcode.NotFound, "No such route")
 	errCallerIDUnsupported = errcode.New(CallerIDUnsupported,

@@ -101,7 +101,7 @@ func (hs *Harness) Output() api.Output {
 // (eventstore.Store.AcceptWhenContended) in every environment of the
 // backend, and one sequencer for them all, on the backend's client (its
 // calls counted, its faults injected), as the poke function is one
-// consumer of the table's stream deployed.
+// consumer of the table's change feed deployed.
 func NewSequenced(t testing.TB) *Harness {
 	t.Helper()
 	hs := &Harness{T: t, B: ddbtest.Start(t)}
@@ -241,7 +241,7 @@ func NewLimited(t testing.TB, changesPerSecond, changesBurst, readsPerSecond, re
 
 // NewAcceptingLimited is NewAccepting with each user's mutations limited
 // to the rate and burst given: at the head, each stream's; accepted, each
-// member's (eventlog's accept limit).
+// member's (eventstore's accept limit).
 func NewAcceptingLimited(t testing.TB, changesPerSecond, changesBurst int) *Harness {
 	t.Helper()
 	hs := NewAccepting(t)

@@ -64,7 +64,7 @@ func (l *Local) Close() {
 }
 
 // EnsureTables creates the service's tables that do not exist yet, from
-// the one definition of each (dynamodbstore's ledger, eventlog's events),
+// the one definition of each (dynamodbstore's ledger, eventstore's events),
 // waits for them to be active and turns on the ledger's TTL. It is for
 // local and test backends; in AWS the template creates the tables.
 func EnsureTables(ctx context.Context, client *dynamodb.Client, names ddb.TableNames) error {
