@@ -96,7 +96,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 	if err != nil {
 		return nil, err
 	}
-	trimmer := retention.NewTable(client, table)
+	trimmer := eventstore.Table{Client: client, Name: table}
 	if keep > 0 {
 		log.Info("retention: events older than this go, stream by stream, when the stream is next written to", "keep", keep.String())
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -43,7 +44,7 @@ func main() {
 		log.Error("start-up failed", "error", err.Error())
 		os.Exit(1)
 	}
-	trimmer := retention.NewTable(client, os.Getenv(config.EnvEventsTable))
+	trimmer := eventstore.Table{Client: client, Name: os.Getenv(config.EnvEventsTable)}
 	lambda.Start(handler(trimmer, policy, log))
 }
 

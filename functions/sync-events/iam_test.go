@@ -19,7 +19,6 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/eventstore"
-	"github.com/sync-events/sync-events/internal/retention"
 )
 
 // TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
@@ -304,7 +303,7 @@ func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
 		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 	}
 	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, func() bool { return true })
-	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
+	log := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	if res, err := log.Trim(context.Background(), "alice", time.Now().Add(time.Hour), 100); err != nil || res.Removed != 3 {
 		t.Fatalf("Trim = %+v, %v", res, err)
 	}

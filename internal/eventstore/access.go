@@ -34,11 +34,11 @@ func (t Table) get(ctx context.Context, stream, id, what string) (map[string]typ
 	return out.Item, nil
 }
 
-// ReadFloor reads stream's floor with strong consistency.
-func (t Table) ReadFloor(ctx context.Context, stream string) (Floor, error) {
-	item, err := t.get(ctx, stream, FloorID, "the floor")
+// readFloor reads stream's floor with strong consistency.
+func (t Table) readFloor(ctx context.Context, stream string) (floorItem, error) {
+	item, err := t.get(ctx, stream, floorID, "the floor")
 	if err != nil {
-		return Floor{}, err
+		return floorItem{}, err
 	}
 	return decodeFloor(item)
 }
@@ -56,15 +56,15 @@ func (t Table) put(stream, id string, attrs map[string]types.AttributeValue) typ
 func (t Table) putNew(stream, id string, attrs map[string]types.AttributeValue) types.TransactWriteItem {
 	w := t.put(stream, id, attrs)
 	w.Put.ConditionExpression = aws.String("attribute_not_exists(#id)")
-	w.Put.ExpressionAttributeNames = map[string]string{"#id": AttrID}
+	w.Put.ExpressionAttributeNames = map[string]string{"#id": attrID}
 	return w
 }
 
-// UntilProcessed runs batch, when there is work, until it reports none
+// untilProcessed runs batch, when there is work, until it reports none
 // left unprocessed, after a jittered backoff before each run but the
 // first: what DynamoDB asks of a client given unprocessed items. what
 // names the work in an error.
-func UntilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
+func untilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
 	for attempt := 0; work; attempt++ {
 		if attempt > 0 {
 			if err := unprocessedBackoff.Wait(ctx, attempt); err != nil {

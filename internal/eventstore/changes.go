@@ -21,7 +21,7 @@ import (
 // event filtering) that passes a change-feed record only when it is a head
 // item's insert or change: one record per commit, whatever its events.
 // The template holds the same pattern; a test compares them.
-const HeadRecordFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"` + AttrID + `":{"S":["` + HeadID + `"]}}}}`
+const HeadRecordFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"Keys":{"` + attrID + `":{"S":["` + HeadID + `"]}}}}`
 
 // headMoved reads a change-feed record of the events table: when it is a
 // head's insert or change, the user whose events moved and the cursor of
@@ -32,9 +32,9 @@ func headMoved(r events.DynamoDBEventRecord) (user, cursor string, ok bool) {
 		return "", "", false
 	}
 	img := r.Change.NewImage
-	id, idOK := stringAttr(img, AttrID)
-	user, userOK := stringAttr(img, AttrStream)
-	seqAttr, seqOK := img[AttrSeq]
+	id, idOK := stringAttr(img, attrID)
+	user, userOK := stringAttr(img, attrStream)
+	seqAttr, seqOK := img[attrSeq]
 	if !idOK || id != HeadID || !userOK || !seqOK || seqAttr.DataType() != events.DataTypeNumber {
 		return "", "", false
 	}
@@ -86,11 +86,11 @@ func HeadRecord(ctx context.Context, t Table, user string) (events.DynamoDBEvent
 		return events.DynamoDBEventRecord{}, false, err
 	}
 	keys := map[string]events.DynamoDBAttributeValue{
-		AttrStream: events.NewStringAttribute(user), AttrID: events.NewStringAttribute(HeadID),
+		attrStream: events.NewStringAttribute(user), attrID: events.NewStringAttribute(HeadID),
 	}
 	image := map[string]events.DynamoDBAttributeValue{
-		AttrStream: keys[AttrStream], AttrID: keys[AttrID],
-		AttrSeq: events.NewNumberAttribute(strconv.FormatUint(h.Seq, 10)),
+		attrStream: keys[attrStream], attrID: keys[attrID],
+		attrSeq: events.NewNumberAttribute(strconv.FormatUint(h.Seq, 10)),
 	}
 	return events.DynamoDBEventRecord{
 		EventName: string(events.DynamoDBOperationTypeModify), EventSource: "aws:dynamodb",

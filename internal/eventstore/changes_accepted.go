@@ -13,7 +13,7 @@ import (
 // event's insert: its position pending. A placed event's change, a head
 // and every event committed at its head do not pass. The template holds
 // the same pattern; a test compares them.
-const AcceptedRecordFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"` + AttrPosition + `":{"S":[{"prefix":"` + PendingPrefix + `"}]}}}}`
+const AcceptedRecordFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"` + attrPosition + `":{"S":[{"prefix":"` + PendingPrefix + `"}]}}}}`
 
 // maxDrainsAtOnce bounds the streams one batch drains at once.
 const maxDrainsAtOnce = 8
@@ -28,7 +28,7 @@ func AcceptedStreams(records []events.DynamoDBEventRecord) []string {
 			continue
 		}
 		img := r.Change.NewImage
-		stream, pos := img[AttrStream], img[AttrPosition]
+		stream, pos := img[attrStream], img[attrPosition]
 		if stream.DataType() != events.DataTypeString || pos.DataType() != events.DataTypeString {
 			continue
 		}

@@ -335,7 +335,7 @@ func (l *Store) put(item map[string]types.AttributeValue) types.TransactWriteIte
 		TableName:                aws.String(l.t.Name),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": AttrID},
+		ExpressionAttributeNames: map[string]string{"#id": attrID},
 	}}
 }
 

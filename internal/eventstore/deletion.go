@@ -92,7 +92,7 @@ func deletionGuard(ctx context.Context, t Table, stream, caller, id string) (*gu
 		UpdateExpression: aws.String("SET #p = :empty, #del = :yes REMOVE #a"),
 		ConditionExpression: aws.String("attribute_exists(#rk) AND NOT begins_with(#rk, :pendingp) AND attribute_not_exists(#del) AND NOT (#t IN (" +
 			strings.Join(reservedValues(), ", ") + "))"),
-		ExpressionAttributeNames: map[string]string{"#p": attrPayload, "#del": attrDeleted, "#rk": AttrPosition, "#a": attrAuthor, "#t": attrType},
+		ExpressionAttributeNames: map[string]string{"#p": attrPayload, "#del": attrDeleted, "#rk": attrPosition, "#a": attrAuthor, "#t": attrType},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":empty": S("{}"), ":yes": &types.AttributeValueMemberBOOL{Value: true},
 			// A pending event (accepted, not yet sequenced) is placed
@@ -130,7 +130,7 @@ func whyNotDeleted(ctx context.Context, t Table, stream, id string) error {
 	switch {
 	case err != nil:
 		return err
-	case item[AttrPosition] == nil:
+	case item[attrPosition] == nil:
 		return ErrEventNotFound
 	case isPending(item):
 		return errMemberPending // sequence the stream, then delete

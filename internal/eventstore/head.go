@@ -37,14 +37,14 @@ func (t Table) MoveHead(stream string, from uint64, next Head, yieldAt time.Time
 	put := &types.Put{
 		TableName:                           aws.String(t.Name),
 		Item:                                encodeHead(stream, next),
-		ExpressionAttributeNames:            map[string]string{"#id": AttrID},
+		ExpressionAttributeNames:            map[string]string{"#id": attrID},
 		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if from == 0 {
 		return types.TransactWriteItem{Put: put}
 	}
-	put.ExpressionAttributeNames = map[string]string{"#seq": AttrSeq}
+	put.ExpressionAttributeNames = map[string]string{"#seq": attrSeq}
 	put.ConditionExpression = aws.String("#seq = :from")
 	put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": N(from)}
 	if !yieldAt.IsZero() {

@@ -32,7 +32,7 @@ type eventItem struct {
 }
 
 // eventAttributes are the attributes every event item has, all strings.
-var eventAttributes = []string{AttrStream, AttrID, AttrPosition, attrType, attrOccurredAt, AttrReceivedAt, attrPayload}
+var eventAttributes = []string{attrStream, attrID, attrPosition, attrType, attrOccurredAt, attrReceivedAt, attrPayload}
 
 // encodeEvent is ev as an event item.
 func encodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
@@ -46,28 +46,28 @@ func encodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 	return item
 }
 
-// ErrBadItem reports an item of the events table this package did not write.
-var ErrBadItem = errors.New("malformed item in the events table")
+// errBadItem reports an item of the events table this package did not write.
+var errBadItem = errors.New("malformed item in the events table")
 
 // decodeEvent reads an event item, refusing one that lacks an attribute
 // or holds one of another type.
 func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {
 	for _, name := range eventAttributes {
 		if _, ok := item[name].(*types.AttributeValueMemberS); !ok {
-			return syncevent.Event{}, fmt.Errorf("%w: %s is missing or not a string", ErrBadItem, name)
+			return syncevent.Event{}, fmt.Errorf("%w: %s is missing or not a string", errBadItem, name)
 		}
 	}
 	var it eventItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return syncevent.Event{}, fmt.Errorf("%w: %w", ErrBadItem, err)
+		return syncevent.Event{}, fmt.Errorf("%w: %w", errBadItem, err)
 	}
 	received, err := time.Parse(syncevent.TimestampLayout, it.ReceivedAt)
 	if err != nil {
-		return syncevent.Event{}, fmt.Errorf("%w: received_at: %w", ErrBadItem, err)
+		return syncevent.Event{}, fmt.Errorf("%w: received_at: %w", errBadItem, err)
 	}
 	pos, err := syncevent.ParseSortKey(it.ReceivedKey)
 	if err != nil {
-		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", ErrBadItem, err)
+		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", errBadItem, err)
 	}
 	return syncevent.Event{
 		Stream: it.Stream, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
@@ -89,7 +89,7 @@ type Head struct {
 	YieldUntil time.Time
 }
 
-// The head item's attributes besides its keys and AttrSeq: the
+// The head item's attributes besides its keys and attrSeq: the
 // bucket's tokens, and when it was last taken from (Unix milliseconds).
 const (
 	attrHeadTokens   = "tokens"
@@ -102,7 +102,7 @@ const AttrHeadYield = "yield_until_ms"
 // encodeHead is h as the head item of stream.
 func encodeHead(stream string, h Head) map[string]types.AttributeValue {
 	item := Key(stream, HeadID)
-	item[AttrSeq] = N(h.Seq)
+	item[attrSeq] = N(h.Seq)
 	if h.Bucket.Stored {
 		item[attrHeadTokens] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(h.Bucket.Tokens, 'f', -1, 64)}
 		item[attrHeadRefilled] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.Bucket.Refilled.UnixMilli(), 10)}
@@ -119,13 +119,13 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 	if len(item) == 0 {
 		return Head{}, nil
 	}
-	n, ok := item[AttrSeq].(*types.AttributeValueMemberN)
+	n, ok := item[attrSeq].(*types.AttributeValueMemberN)
 	if !ok {
-		return Head{}, fmt.Errorf("%w: the head has no number %s", ErrBadItem, AttrSeq)
+		return Head{}, fmt.Errorf("%w: the head has no number %s", errBadItem, attrSeq)
 	}
 	seq, err := strconv.ParseUint(n.Value, 10, 64)
 	if err != nil {
-		return Head{}, fmt.Errorf("%w: head %s: %w", ErrBadItem, AttrSeq, err)
+		return Head{}, fmt.Errorf("%w: head %s: %w", errBadItem, attrSeq, err)
 	}
 	h := Head{Seq: seq}
 	tokens, tok := item[attrHeadTokens].(*types.AttributeValueMemberN)
@@ -134,36 +134,36 @@ func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 		t, err1 := strconv.ParseFloat(tokens.Value, 64)
 		ms, err2 := strconv.ParseInt(refilled.Value, 10, 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return Head{}, fmt.Errorf("%w: head bucket: %w", ErrBadItem, err)
+			return Head{}, fmt.Errorf("%w: head bucket: %w", errBadItem, err)
 		}
 		h.Bucket = ratelimit.State{Stored: true, Tokens: t, Refilled: time.UnixMilli(ms)}
 	}
 	if y, ok := item[AttrHeadYield].(*types.AttributeValueMemberN); ok {
 		ms, err := strconv.ParseInt(y.Value, 10, 64)
 		if err != nil {
-			return Head{}, fmt.Errorf("%w: head %s: %w", ErrBadItem, AttrHeadYield, err)
+			return Head{}, fmt.Errorf("%w: head %s: %w", errBadItem, AttrHeadYield, err)
 		}
 		h.YieldUntil = time.UnixMilli(ms)
 	}
 	return h, nil
 }
 
-// Floor is a stream's floor item (package retention has its rules):
+// floorItem is a stream's floor item (trim.go has its rules):
 // every event at or below Seq may be gone, every one at or below Trimmed
 // is.
-type Floor struct{ Seq, Trimmed uint64 }
+type floorItem struct{ Seq, Trimmed uint64 }
 
-// AttrTrimmed is the floor item's Trimmed; its Seq is AttrSeq.
-const AttrTrimmed = "trimmed"
+// attrTrimmed is the floor item's Trimmed; its Seq is attrSeq.
+const attrTrimmed = "trimmed"
 
 // decodeFloor reads a floor item; no item is the floor 0.
-func decodeFloor(item map[string]types.AttributeValue) (Floor, error) {
-	var f Floor
-	for name, into := range map[string]*uint64{AttrSeq: &f.Seq, AttrTrimmed: &f.Trimmed} {
+func decodeFloor(item map[string]types.AttributeValue) (floorItem, error) {
+	var f floorItem
+	for name, into := range map[string]*uint64{attrSeq: &f.Seq, attrTrimmed: &f.Trimmed} {
 		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 			var err error
 			if *into, err = strconv.ParseUint(v.Value, 10, 64); err != nil {
-				return Floor{}, fmt.Errorf("%w: floor %s: %w", ErrBadItem, name, err)
+				return floorItem{}, fmt.Errorf("%w: floor %s: %w", errBadItem, name, err)
 			}
 		}
 	}
@@ -172,7 +172,7 @@ func decodeFloor(item map[string]types.AttributeValue) (Floor, error) {
 
 // Key is the key of stream's item id.
 func Key(stream, id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrStream: S(stream), AttrID: S(id)}
+	return map[string]types.AttributeValue{attrStream: S(stream), attrID: S(id)}
 }
 
 // S is a string attribute.
@@ -231,7 +231,7 @@ func pendingSince(key string) (time.Time, bool) {
 // isPending reports whether item is an event accepted and not yet
 // sequenced.
 func isPending(item map[string]types.AttributeValue) bool {
-	rk, ok := item[AttrPosition].(*types.AttributeValueMemberS)
+	rk, ok := item[attrPosition].(*types.AttributeValueMemberS)
 	return ok && strings.HasPrefix(rk.Value, PendingPrefix)
 }
 
@@ -240,7 +240,7 @@ func isPending(item map[string]types.AttributeValue) bool {
 // (PendingIndex) until placed.
 func encodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
 	item := encodeEvent(ev)
-	item[AttrPosition] = S(key)
+	item[attrPosition] = S(key)
 	item[attrPendingShard] = S(PendingShard(ev.Stream))
 	return item
 }

@@ -51,7 +51,7 @@ func (l *Store) Read(ctx context.Context, userID string, after syncevent.Positio
 		TableName:                 aws.String(l.t.Name),
 		IndexName:                 aws.String(ByReceivedIndex),
 		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#u": AttrStream, "#rk": AttrPosition},
+		ExpressionAttributeNames:  map[string]string{"#u": attrStream, "#rk": attrPosition},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(userID), ":after": S(bound)},
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(int32(batch)),
@@ -67,7 +67,7 @@ func (l *Store) Read(ctx context.Context, userID string, after syncevent.Positio
 		// before it deletes).
 		floorRead := after.IsStart()
 		if floorRead {
-			f, err := l.t.ReadFloor(ctx, userID)
+			f, err := l.t.readFloor(ctx, userID)
 			if err != nil {
 				yield(syncevent.Event{}, err)
 				return
@@ -122,18 +122,18 @@ func (l *Store) Read(ctx context.Context, userID string, after syncevent.Positio
 func (l *Store) Stored(ctx context.Context, userID string, ids []string) ([]string, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
-		keys[i] = map[string]types.AttributeValue{AttrStream: S(userID), AttrID: S(id)}
+		keys[i] = map[string]types.AttributeValue{attrStream: S(userID), attrID: S(id)}
 	}
 	found := map[string]bool{}
 	req := map[string]types.KeysAndAttributes{l.t.Name: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
-		ExpressionAttributeNames: map[string]string{"#id": AttrID}}}
-	err := UntilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
+		ExpressionAttributeNames: map[string]string{"#id": attrID}}}
+	err := untilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
 		out, err := l.t.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 		if err != nil {
 			return false, err
 		}
 		for _, item := range out.Responses[l.t.Name] {
-			if id, ok := item[AttrID].(*types.AttributeValueMemberS); ok {
+			if id, ok := item[attrID].(*types.AttributeValueMemberS); ok {
 				found[id.Value] = true
 			}
 		}
@@ -158,7 +158,7 @@ func (l *Store) All(ctx context.Context) ([]syncevent.Event, error) {
 			return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 		}
 		for _, item := range page.Items {
-			if _, ok := item[AttrPosition]; !ok || isPending(item) {
+			if _, ok := item[attrPosition]; !ok || isPending(item) {
 				continue // a head, a floor, a space's meta or member item; an event not yet sequenced
 			}
 			ev, err := decodeEvent(item)
@@ -184,7 +184,7 @@ var ErrCursorExpired = errcode.New("CURSOR_EXPIRED",
 // found where a read expected it, was trimmed (it is at or below stream's
 // floor), and nil when it is only not visible yet.
 func (l *Store) belowFloor(ctx context.Context, stream string, missing uint64) error {
-	f, err := l.t.ReadFloor(ctx, stream)
+	f, err := l.t.readFloor(ctx, stream)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 package eventstore_test
 
-// Reads across retention's floor: the trims are package retention's
-// (Table.Trim), what a read finds after them this package's.
+// Trims below a stream's floor (Table.Trim), and what a read finds
+// across it after them.
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
 	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -91,7 +90,7 @@ func seqRange(from, to uint64) []uint64 {
 func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	tests := []struct {
 		name       string
 		stored     []uint64
@@ -147,7 +146,7 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 func TestReadAcrossTheFloor(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	const stream = "floor-reader"
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
 		putAt(t, b, stream, seq)
@@ -188,7 +187,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	const stream = "cut-off"
 	putStream(t, b, stream, 6)
 	// What a trim leaves when it stops between raising the floor to 3
@@ -246,7 +245,7 @@ func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
 // rest; a limit of 0 deletes and records nothing.
 func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 	b := ddbtest.Start(t)
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	const stream = "limited"
 	putStream(t, b, stream, 8)
 	putFloor(t, b, stream, 5) // cut off before deleting 1..5
@@ -279,7 +278,7 @@ func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
 	b := ddbtest.Start(t)
 	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	for name, head := range map[string]uint64{"no head": 0, "begun again": 2} {
 		t.Run(name, func(t *testing.T) {
 			stream := "erased-" + strings.ReplaceAll(name, " ", "-")

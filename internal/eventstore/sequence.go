@@ -155,7 +155,7 @@ func front(ctx context.Context, t Table, stream string) (taken []pending, more b
 		TableName:                 aws.String(t.Name),
 		IndexName:                 aws.String(ByReceivedIndex),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#rk, :pending)"),
-		ExpressionAttributeNames:  map[string]string{"#u": AttrStream, "#rk": AttrPosition},
+		ExpressionAttributeNames:  map[string]string{"#u": attrStream, "#rk": attrPosition},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(stream), ":pending": S(PendingPrefix)},
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(maxPassActions),
@@ -220,10 +220,10 @@ func front(ctx context.Context, t Table, stream string) (taken []pending, more b
 func decodePending(item map[string]types.AttributeValue) (pending, int, error) {
 	var p pending
 	size := 0
-	for name, into := range map[string]*string{AttrID: &p.id, AttrPosition: &p.key, attrAuthor: &p.author} {
+	for name, into := range map[string]*string{attrID: &p.id, attrPosition: &p.key, attrAuthor: &p.author} {
 		v, ok := item[name].(*types.AttributeValueMemberS)
 		if !ok {
-			return pending{}, 0, fmt.Errorf("%w: a pending event lacks %s", ErrBadItem, name)
+			return pending{}, 0, fmt.Errorf("%w: a pending event lacks %s", errBadItem, name)
 		}
 		*into = v.Value
 	}
@@ -252,7 +252,7 @@ func place(ctx context.Context, t Table, stream string, head Head, batch []pendi
 			Key:                      Key(stream, p.id),
 			UpdateExpression:         aws.String("SET #rk = :p REMOVE #ps"),
 			ConditionExpression:      aws.String("#rk = :pending"),
-			ExpressionAttributeNames: map[string]string{"#rk": AttrPosition, "#ps": attrPendingShard},
+			ExpressionAttributeNames: map[string]string{"#rk": attrPosition, "#ps": attrPendingShard},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":p": S(syncevent.At(head.Seq + uint64(i) + 1).SortKey()), ":pending": S(p.key),
 			},
@@ -295,7 +295,7 @@ func yieldHead(ctx context.Context, t Table, stream string) (Head, error) {
 		Key:                       Key(stream, HeadID),
 		UpdateExpression:          aws.String("SET #yield = :until"),
 		ConditionExpression:       aws.String("attribute_exists(#seq)"),
-		ExpressionAttributeNames:  map[string]string{"#yield": AttrHeadYield, "#seq": AttrSeq},
+		ExpressionAttributeNames:  map[string]string{"#yield": AttrHeadYield, "#seq": attrSeq},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":until": Millis(time.Now().Add(yieldFor))},
 		ReturnValues:              types.ReturnValueAllNew,
 	})

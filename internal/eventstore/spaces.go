@@ -528,7 +528,7 @@ func readMember(ctx context.Context, t Table, stream, user string) (member, erro
 	for name, into := range map[string]*int64{attrAcceptWindow: &m.acceptWindow, attrAccepts: &m.accepts} {
 		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 			if *into, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
-				return member{}, fmt.Errorf("%w: member %s: %w", ErrBadItem, name, err)
+				return member{}, fmt.Errorf("%w: member %s: %w", errBadItem, name, err)
 			}
 		}
 	}
@@ -590,7 +590,7 @@ func (t Table) Spaces(ctx context.Context, user string) ([]SpaceListing, error) 
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(t.Name),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#id, :p)"),
-		ExpressionAttributeNames:  map[string]string{"#u": AttrStream, "#id": AttrID},
+		ExpressionAttributeNames:  map[string]string{"#u": attrStream, "#id": attrID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(user), ":p": S(spaceStreamPrefix)},
 		ConsistentRead:            aws.Bool(true),
 	}
@@ -601,11 +601,11 @@ func (t Table) Spaces(ctx context.Context, user string) ([]SpaceListing, error) 
 			return nil, dynamodbstore.Classify(fmt.Errorf("query spaces: %w", err))
 		}
 		for _, item := range page.Items {
-			id, _ := item[AttrID].(*types.AttributeValueMemberS)
+			id, _ := item[attrID].(*types.AttributeValueMemberS)
 			role, _ := item[attrRole].(*types.AttributeValueMemberS)
 			name, _ := item[attrName].(*types.AttributeValueMemberS)
 			if id == nil || role == nil || name == nil {
-				return nil, fmt.Errorf("%w: a space listing lacks an attribute", ErrBadItem)
+				return nil, fmt.Errorf("%w: a space listing lacks an attribute", errBadItem)
 			}
 			out = append(out, SpaceListing{ID: strings.TrimPrefix(id.Value, spaceStreamPrefix), Name: name.Value, Role: role.Value})
 		}

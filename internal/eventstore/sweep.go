@@ -35,7 +35,7 @@ func Sweep(ctx context.Context, t Table, cutoff time.Time) (SequenceReport, erro
 			TableName:                 aws.String(t.Name),
 			IndexName:                 aws.String(PendingIndex),
 			KeyConditionExpression:    aws.String("#ps = :shard AND #rk < :before"),
-			ExpressionAttributeNames:  map[string]string{"#ps": attrPendingShard, "#rk": AttrPosition},
+			ExpressionAttributeNames:  map[string]string{"#ps": attrPendingShard, "#rk": attrPosition},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": S(strconv.Itoa(shard)), ":before": S(before)},
 		}
 		for {
@@ -45,7 +45,7 @@ func Sweep(ctx context.Context, t Table, cutoff time.Time) (SequenceReport, erro
 			}
 			rep.Records += len(page.Items)
 			for _, item := range page.Items {
-				s, ok := item[AttrStream].(*types.AttributeValueMemberS)
+				s, ok := item[attrStream].(*types.AttributeValueMemberS)
 				if ok && !seen[s.Value] {
 					seen[s.Value] = true
 					streams = append(streams, s.Value)

@@ -1,16 +1,15 @@
 // Package retention removes the events a deployment keeps no longer. From
-// a batch of the events table's change-feed records it takes each stream whose
-// head moved and trims it: the events received more than the policy's
-// Keep ago go, oldest first, below the stream's floor (Table.Trim),
-// and a device whose cursor is below the floor is then told to start over
-// (410 CURSOR_EXPIRED). A stream is trimmed when it is written to: one
-// idle for longer than Keep keeps its events until its next commit.
+// a batch of the events table's change-feed records it takes each stream
+// whose head moved and trims it: the events received more than the
+// policy's Keep ago go, oldest first, below the stream's floor, and a
+// device whose cursor is below the floor is then told to start over (410
+// CURSOR_EXPIRED). A stream is trimmed when it is written to: one idle for
+// longer than Keep keeps its events until its next commit.
 //
-// It owns which streams a batch trims and with what cutoff, and the trim
-// itself: the floor raised, the events deleted (Table.Trim). What a read
-// below the floor answers, and the floor item's encoding, are package
-// eventstore's; reading the change feed is the Lambda event source
-// mapping's.
+// It owns which streams a batch trims, with what cutoff, how many at once
+// and within what time; the trim itself (the floor raised, the events
+// deleted) is eventstore.Table.Trim, as every write of the table is
+// package eventstore's.
 package retention
 
 import (
@@ -27,9 +26,9 @@ import (
 	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
-// Trimmer trims one stream: *Table.
+// Trimmer trims one stream: eventstore.Table.
 type Trimmer interface {
-	Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error)
+	Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (eventstore.TrimResult, error)
 }
 
 // Policy is how long events stay and how many of one stream's a batch

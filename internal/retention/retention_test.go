@@ -22,9 +22,9 @@ type failing struct {
 	stream string
 }
 
-func (f failing) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (retention.TrimResult, error) {
+func (f failing) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (eventstore.TrimResult, error) {
 	if stream == f.stream {
-		return retention.TrimResult{}, errors.New("throttled")
+		return eventstore.TrimResult{}, errors.New("throttled")
 	}
 	return f.Trimmer.Trim(ctx, stream, cutoff, limit)
 }
@@ -36,7 +36,7 @@ func (f failing) Trim(ctx context.Context, stream string, cutoff time.Time, limi
 // removes nothing twice.
 func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 	hs := apitest.New(t)
-	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
+	log := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	posts := map[string]int{"alice": 4, "bob": 3, "carol": 2}
 	var batch events.DynamoDBEvent
 	for user, n := range posts {
@@ -81,9 +81,9 @@ func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 // counting is a Trimmer that counts its calls and trims nothing.
 type counting struct{ calls atomic.Int32 }
 
-func (c *counting) Trim(context.Context, string, time.Time, int) (retention.TrimResult, error) {
+func (c *counting) Trim(context.Context, string, time.Time, int) (eventstore.TrimResult, error) {
 	c.calls.Add(1)
-	return retention.TrimResult{}, nil
+	return eventstore.TrimResult{}, nil
 }
 
 // With the invocation's deadline near, streams are deferred to their next
