@@ -1,18 +1,17 @@
-// Command sequencer is the Lambda function that places a busy space's
-// accepted events (eventstore.HandleAccepted): the events table's change feed,
-// filtered to accepted events' inserts (eventstore.AcceptedRecordFilter), invokes it with
-// batches of records, and it drains each stream named, giving every
-// pending event its position and moving the head past them; that head
-// change is what the poke function then pokes on. A failed batch fails
-// whole and Lambda delivers it again; what a batch given up after its
-// retries left pending is placed by the stream's next accept (whose drain
-// takes every pending event), by a removal, which drains first, or by the
-// sweep: a schedule invokes the function every minute, and it drains
-// each stream with an event accepted over eventstore.SweepAfter ago still
-// pending.
+// Command sequencer is the Lambda function that places a busy space's accepted
+// events (eventstore.HandleAccepted): the events table's change feed, filtered
+// to accepted events' inserts (eventstore.AcceptedRecordFilter), invokes it
+// with batches of records, and it drains each stream named, giving every
+// pending event its position and moving the head past them; that head change is
+// what the poke function then pokes on. A failed batch fails whole and Lambda
+// delivers it again; what a batch given up after its retries left pending is
+// placed by the stream's next accept (whose drain takes every pending event),
+// by a removal, which drains first, or by the sweep: a schedule invokes the
+// function every minute, and it drains each stream with an event accepted over
+// eventstore.SweepAfter ago still pending.
 //
-// EVENTS_TABLE is the events table; DYNAMODB_ENDPOINT, for sam local
-// invoke only, a local backend.
+// EVENTS_TABLE is the events table; DYNAMODB_ENDPOINT, for sam local invoke
+// only, a local backend.
 package main
 
 import (

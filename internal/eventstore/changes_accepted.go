@@ -18,8 +18,8 @@ const AcceptedRecordFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"`
 // maxDrainsAtOnce bounds the streams one batch drains at once.
 const maxDrainsAtOnce = 8
 
-// AcceptedStreams reads a batch of change-feed records: the streams with an event
-// accepted among them, each once, in the order first seen.
+// AcceptedStreams reads a batch of change-feed records: the streams with an
+// event accepted among them, each once, in the order first seen.
 func AcceptedStreams(records []events.DynamoDBEventRecord) []string {
 	var streams []string
 	seen := map[string]bool{}
@@ -48,11 +48,11 @@ type SequenceReport struct {
 	Records, Streams, Placed, Failed int
 }
 
-// HandleAccepted drains each stream a batch of the table's change-feed records names
-// (Accepted), several at once. A stream's drain takes every event
-// pending on it, those of earlier batches given up included. Any
-// stream's failure fails the batch, to be delivered again: the streams
-// drained meanwhile then cost one read each, finding nothing.
+// HandleAccepted drains each stream a batch of the table's change-feed records
+// names (Accepted), several at once. A stream's drain takes every event pending
+// on it, those of earlier batches given up included. Any stream's failure fails
+// the batch, to be delivered again: the streams drained meanwhile then cost one
+// read each, finding nothing.
 func HandleAccepted(ctx context.Context, t Table, ev events.DynamoDBEvent) (SequenceReport, error) {
 	streams := AcceptedStreams(ev.Records)
 	rep := SequenceReport{Records: len(ev.Records), Streams: len(streams)}

@@ -100,8 +100,9 @@ func drain(ctx context.Context, t Table, stream string, head *Head) (placed int,
 // head from under the pass are accepted instead, and a pass rarely loses
 // the head. A pass that finds nothing pending writes nothing.
 //
-// It starts from known, the head as last seen (nil: read it), and reports too whether more events were pending behind those it placed
-// when it read them, and the head as it left it (nil: not known).
+// It starts from known, the head as last seen (nil: read it), and reports
+// too whether more events were pending behind those it placed when it
+// read them, and the head as it left it (nil: not known).
 func pass(ctx context.Context, t Table, stream string, known *Head) (placed int, more bool, _ *Head, err error) {
 	var head Head
 	if known != nil {

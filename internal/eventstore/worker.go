@@ -9,12 +9,11 @@ import (
 	"github.com/sync-events/sync-events/idempotency"
 )
 
-// Worker drains streams in the background when told of an accept, in
-// the process that accepts them: make run's and the tests' sequencer
-// (deployed, the sequencer function runs HandleAccepted on the table's change feed
-// instead). One Worker serves a process;
-// a Wake while its stream drains makes one more drain after it, so no
-// accept is missed and wakes do not pile up.
+// Worker drains streams in the background when told of an accept, in the
+// process that accepts them: make run's and the tests' sequencer (deployed, the
+// sequencer function runs HandleAccepted on the table's change feed instead).
+// One Worker serves a process; a Wake while its stream drains makes one more
+// drain after it, so no accept is missed and wakes do not pile up.
 type Worker struct {
 	t   Table
 	log *slog.Logger
