@@ -39,7 +39,7 @@ import (
 // drainer is the Drain of spaces in t.
 func drainer(t eventstore.Table) Drain {
 	return func(ctx context.Context, spaceID string) error {
-		_, err := eventstore.Drain(ctx, t, eventstore.SpaceStream(spaceID))
+		_, err := t.Drain(ctx, eventstore.SpaceStream(spaceID))
 		return err
 	}
 }

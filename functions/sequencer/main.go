@@ -1,14 +1,14 @@
 // Command sequencer is the Lambda function that places a busy space's accepted
-// events (eventstore.HandleAccepted): the events table's change feed, filtered
-// to accepted events' inserts (eventstore.AcceptedRecordFilter), invokes it
-// with batches of records, and it drains each stream named, giving every
-// pending event its position and moving the head past them; that head change is
-// what the poke function then pokes on. A failed batch fails whole and Lambda
-// delivers it again; what a batch given up after its retries left pending is
-// placed by the stream's next accept (whose drain takes every pending event),
-// by a removal, which drains first, or by the sweep: a schedule invokes the
-// function every minute, and it drains each stream with an event accepted over
-// eventstore.SweepAfter ago still pending.
+// events (eventstore.Table.HandleAccepted): the events table's change feed,
+// filtered to accepted events' inserts (eventstore.AcceptedRecordFilter),
+// invokes it with batches of records, and it drains each stream named, giving
+// every pending event its position and moving the head past them; that head
+// change is what the poke function then pokes on. A failed batch fails whole
+// and Lambda delivers it again; what a batch given up after its retries left
+// pending is placed by the stream's next accept (whose drain takes every
+// pending event), by a removal, which drains first, or by the sweep: a schedule
+// invokes the function every minute, and it drains each stream with an event
+// accepted over eventstore.SweepAfter ago still pending.
 //
 // EVENTS_TABLE is the events table; DYNAMODB_ENDPOINT, for sam local invoke
 // only, a local backend.
@@ -69,10 +69,10 @@ func handler(t eventstore.Table, log *slog.Logger) func(context.Context, json.Ra
 			return err
 		}
 		if ev.Source == scheduleSource {
-			rep, err := eventstore.Sweep(ctx, t, now().Add(-eventstore.SweepAfter))
+			rep, err := t.Sweep(ctx, now().Add(-eventstore.SweepAfter))
 			return logged(log, "swept", "index_entries", rep, err)
 		}
-		rep, err := eventstore.HandleAccepted(ctx, t, events.DynamoDBEvent{Records: ev.Records})
+		rep, err := t.HandleAccepted(ctx, events.DynamoDBEvent{Records: ev.Records})
 		return logged(log, "streams sequenced", "records", rep, err)
 	}
 }

@@ -348,10 +348,10 @@ func TestSequencerRoleGrantsEveryCallAPassMakes(t *testing.T) {
 	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, on.Load)
 	on.Store(true)
 	tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
-	if n, err := eventstore.Drain(context.Background(), tb, eventstore.SpaceStream(spaceID)); err != nil || n == 0 {
+	if n, err := tb.Drain(context.Background(), eventstore.SpaceStream(spaceID)); err != nil || n == 0 {
 		t.Fatalf("Drain = %d, %v", n, err)
 	}
-	if _, err := eventstore.Sweep(context.Background(), tb, time.Now()); err != nil {
+	if _, err := tb.Sweep(context.Background(), time.Now()); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
 	on.Store(false)

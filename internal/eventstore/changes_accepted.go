@@ -53,7 +53,7 @@ type SequenceReport struct {
 // on it, those of earlier batches given up included. Any stream's failure fails
 // the batch, to be delivered again: the streams drained meanwhile then cost one
 // read each, finding nothing.
-func HandleAccepted(ctx context.Context, t Table, ev events.DynamoDBEvent) (SequenceReport, error) {
+func (t Table) HandleAccepted(ctx context.Context, ev events.DynamoDBEvent) (SequenceReport, error) {
 	streams := AcceptedStreams(ev.Records)
 	rep := SequenceReport{Records: len(ev.Records), Streams: len(streams)}
 	err := drainAll(ctx, t, streams, &rep)
@@ -71,7 +71,7 @@ func drainAll(ctx context.Context, t Table, streams []string, rep *SequenceRepor
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			n, err := Drain(ctx, t, s)
+			n, err := t.Drain(ctx, s)
 			mu.Lock()
 			defer mu.Unlock()
 			rep.Placed += n

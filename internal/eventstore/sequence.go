@@ -54,7 +54,7 @@ const yieldFor = time.Second
 // its last pass read the front is another drain's, woken by its own
 // accept. Any number of Drains may run at once on one stream: every
 // write is conditioned, so they cost each other calls, never a position.
-func Drain(ctx context.Context, t Table, stream string) (int, error) {
+func (t Table) Drain(ctx context.Context, stream string) (int, error) {
 	placed, _, err := drain(ctx, t, stream, nil)
 	return placed, err
 }

@@ -25,7 +25,7 @@ const SweepAfter = time.Minute
 // (PendingIndex), shard after shard. Its SequenceReport counts the
 // streams found (Streams) and the events placed; Records is how many
 // index entries were read.
-func Sweep(ctx context.Context, t Table, cutoff time.Time) (SequenceReport, error) {
+func (t Table) Sweep(ctx context.Context, cutoff time.Time) (SequenceReport, error) {
 	var rep SequenceReport
 	var streams []string
 	seen := map[string]bool{}

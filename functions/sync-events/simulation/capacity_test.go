@@ -265,7 +265,7 @@ func TestCapacityUnitsOfABusySpace(t *testing.T) {
 	hs.B.Transport.Reset()
 	capacity.Reset()
 	tb := eventstore.Table{Client: client, Name: hs.B.Tables.Events}
-	placed, err := eventstore.Drain(context.Background(), tb, eventstore.SpaceStream(spaceID))
+	placed, err := tb.Drain(context.Background(), eventstore.SpaceStream(spaceID))
 	if err != nil {
 		t.Fatal(err)
 	}
