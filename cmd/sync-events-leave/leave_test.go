@@ -14,7 +14,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -51,7 +51,7 @@ func TestLeaveAllDeletesTheUsersEventsAndLeavesEverySpace(t *testing.T) {
 	bobsOwn := post(own, bob)
 
 	var out bytes.Buffer
-	all, err := leaveAll(context.Background(), hs.H, drainer(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), bob, &out)
+	all, err := leaveAll(context.Background(), hs.H, drainer(eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), bob, &out)
 	if err != nil || all {
 		t.Fatalf("leaveAll = %v, %v; want not all left (the last owner stays), no error\n%s", all, err, out.String())
 	}
@@ -106,13 +106,13 @@ func TestLeaveAllDeletesTheUsersEventsAndLeavesEverySpace(t *testing.T) {
 
 	// Again: nothing more to delete, the same refusal.
 	out.Reset()
-	all, err = leaveAll(context.Background(), hs.H, drainer(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), bob, &out)
+	all, err = leaveAll(context.Background(), hs.H, drainer(eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), bob, &out)
 	if err != nil || all || !strings.Contains(out.String(), "space "+own+": 0 events deleted, not left: SPACE_LAST_OWNER") || strings.Contains(out.String(), shared) {
 		t.Errorf("run again: %v, %v\n%s", all, err, out.String())
 	}
 	// A user in no space: nothing to do, and that is success.
 	out.Reset()
-	if all, err := leaveAll(context.Background(), hs.H, drainer(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), "carol", &out); err != nil || !all || !strings.Contains(out.String(), "in no space") {
+	if all, err := leaveAll(context.Background(), hs.H, drainer(eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), "carol", &out); err != nil || !all || !strings.Contains(out.String(), "in no space") {
 		t.Errorf("carol: %v, %v\n%s", all, err, out.String())
 	}
 }
@@ -140,7 +140,7 @@ func TestLeaveAllDeletesTheUsersAcceptedEventsToo(t *testing.T) {
 		t.Fatalf("%d of bob's 3 writes accepted", hs.Accepts())
 	}
 	var out bytes.Buffer
-	all, err := leaveAll(context.Background(), hs.H, drainer(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), bob, &out)
+	all, err := leaveAll(context.Background(), hs.H, drainer(eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}), bob, &out)
 	if err != nil || !all || !strings.Contains(out.String(), "3 events deleted, left") {
 		t.Fatalf("leaveAll = %v, %v\n%s", all, err, out.String())
 	}

@@ -33,15 +33,13 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // drainer is the Drain of spaces in t.
-func drainer(t eventtable.Table) Drain {
+func drainer(t eventstore.Table) Drain {
 	return func(ctx context.Context, spaceID string) error {
-		_, err := sequencer.Drain(ctx, t, spaces.Stream(spaceID))
+		_, err := t.Drain(ctx, eventstore.SpaceStream(spaceID))
 		return err
 	}
 }
@@ -65,7 +63,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sync-events-leave:", err)
 		os.Exit(1)
 	}
-	left, err := leaveAll(ctx, api.Wire(client, cfg, quiet), drainer(eventtable.Table{Client: client, Name: cfg.EventsTable}), os.Args[1], os.Stdout)
+	left, err := leaveAll(ctx, api.Wire(client, cfg, quiet), drainer(eventstore.Table{Client: client, Name: cfg.EventsTable}), os.Args[1], os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sync-events-leave:", err)
 		os.Exit(1)

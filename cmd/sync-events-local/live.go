@@ -17,14 +17,12 @@ import (
 
 	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/devserver"
 	"github.com/sync-events/sync-events/internal/local/localevents"
 	"github.com/sync-events/sync-events/internal/local/streamfeed"
 	"github.com/sync-events/sync-events/internal/poke"
 	"github.com/sync-events/sync-events/internal/retention"
-	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // live is make run's live sync, built as in AWS from the events table's
@@ -83,7 +81,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 		// template's handlers decide (the spaces' reads the member item).
 		Allowed: func(sub, channel string) bool {
 			return poke.MaySubscribeAny(sub, channel, func(space, sub string) bool {
-				_, member, err := spaces.Role(ctx, eventtable.Table{Client: client, Name: table}, spaces.Stream(space), sub)
+				_, member, err := eventstore.Table{Client: client, Name: table}.Role(ctx, eventstore.SpaceStream(space), sub)
 				return err == nil && member
 			})
 		},
@@ -98,7 +96,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 	if err != nil {
 		return nil, err
 	}
-	trimmer := retention.NewTable(client, table)
+	trimmer := eventstore.Table{Client: client, Name: table}
 	if keep > 0 {
 		log.Info("retention: events older than this go, stream by stream, when the stream is next written to", "keep", keep.String())
 	}
@@ -115,7 +113,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 			_, err := retention.Handle(ctx, trimmer, retention.Policy{Keep: keep, Limit: 1000}, ev, time.Now())
 			return err
 		},
-		Filter: headstream.Filter, BatchSize: streamBatchSize,
+		Filter: eventstore.HeadRecordFilter, BatchSize: streamBatchSize,
 		MaxRetries: streamMaxRetries, RetryBase: 200 * time.Millisecond, Log: log,
 	}
 	source := os.Getenv(envLiveSource)
@@ -144,7 +142,7 @@ func startLive(ctx context.Context, log *slog.Logger, addr, endpoint string, emb
 	default:
 		l.source = "answers"
 		l.commits = &streamfeed.Synthesized{Read: func(ctx context.Context, user string) (events.DynamoDBEventRecord, bool, error) {
-			return headstream.Record(ctx, eventtable.Table{Client: client, Name: table}, user)
+			return eventstore.HeadRecord(ctx, eventstore.Table{Client: client, Name: table}, user)
 		}}
 		go l.commits.Run(ctx, mapping)
 	}
@@ -177,11 +175,11 @@ func committedStream(r *http.Request, body []byte) (string, bool) {
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // api v1 spaces {id} …
 	if len(segs) >= 3 && segs[0] == "api" && segs[1] == "v1" && segs[2] == "spaces" {
 		if len(segs) >= 4 {
-			return spaces.Stream(segs[3]), true
+			return eventstore.SpaceStream(segs[3]), true
 		}
 		var created struct{ ID string }
 		if json.Unmarshal(body, &created) == nil && created.ID != "" {
-			return spaces.Stream(created.ID), true
+			return eventstore.SpaceStream(created.ID), true
 		}
 		return "", false
 	}

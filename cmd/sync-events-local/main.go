@@ -32,12 +32,11 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/cors"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/devserver"
 	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/local/localevents"
 	"github.com/sync-events/sync-events/internal/metrics"
-	"github.com/sync-events/sync-events/internal/sequencer"
 )
 
 func main() {
@@ -100,9 +99,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	// The busy-space path's sequencer, in the process, on the handler's
-	// client: a backend may write no stream records for transactions
+	// client: a backend may write no change-feed records for transactions
 	// (kumo), and make run runs no sequencer function.
-	worker := sequencer.NewWorker(eventtable.Table{Client: client, Name: cfg.EventsTable}, log)
+	worker := eventstore.NewWorker(eventstore.Table{Client: client, Name: cfg.EventsTable}, log)
 	defer worker.Close()
 	out.Accepted = worker.Wake
 	h := api.Wire(client, cfg, out)

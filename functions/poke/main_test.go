@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/local/streamfeed"
 	"github.com/sync-events/sync-events/internal/poke"
@@ -65,7 +65,7 @@ func TestPokesFromTheEventsTablesStream(t *testing.T) {
 	if err != nil || arn == "" {
 		t.Fatalf("the events table has no stream on %s: %q %v", hs.B.Name, arn, err)
 	}
-	for _, filter := range []string{headstream.Filter, ""} {
+	for _, filter := range []string{eventstore.HeadRecordFilter, ""} {
 		t.Run("filter="+filter, func(t *testing.T) {
 			down := false // the Event API is unavailable; under pub.mu
 			pub := &channelPublisher{latest: map[string]string{}, failing: func() bool { return down }}

@@ -1,5 +1,5 @@
 // Command retention is the Lambda function that removes events older than
-// a deployment keeps them: the events table's stream, filtered to head
+// a deployment keeps them: the events table's change feed, filtered to head
 // items, invokes it with batches of records, and it trims each stream
 // whose head moved (package retention). The template creates it only when
 // EventRetentionDays is above 0. A failed batch is retried by Lambda; one
@@ -22,6 +22,7 @@ import (
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -43,7 +44,7 @@ func main() {
 		log.Error("start-up failed", "error", err.Error())
 		os.Exit(1)
 	}
-	trimmer := retention.NewTable(client, os.Getenv(config.EnvEventsTable))
+	trimmer := eventstore.Table{Client: client, Name: os.Getenv(config.EnvEventsTable)}
 	lambda.Start(handler(trimmer, policy, log))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -96,7 +97,7 @@ func TestTemplateRetentionDaysIsWhatTheFunctionTakes(t *testing.T) {
 // a stream's id, when trimming works and when DynamoDB fails it.
 func TestHandlerLogsNoStreamIDs(t *testing.T) {
 	b := ddbtest.Start(t)
-	trimmer := retention.NewTable(b.Client, b.Tables.Events)
+	trimmer := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	var out strings.Builder
 	fn := handler(trimmer, retention.Policy{Keep: time.Hour, Limit: 10}, slog.New(slog.NewJSONHandler(&out, nil)))
 	img := map[string]events.DynamoDBAttributeValue{

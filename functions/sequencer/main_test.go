@@ -22,14 +22,12 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/local/streamfeed"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
 )
 
-// The template's mapping hands the function what sequencer.Filter
+// The template's mapping hands the function what eventstore.AcceptedRecordFilter
 // passes, on the events table it names.
 func TestTemplateFeedsTheFunctionItsFilter(t *testing.T) {
 	raw, err := os.ReadFile("../../template.yaml")
@@ -70,11 +68,11 @@ func TestTemplateFeedsTheFunctionItsFilter(t *testing.T) {
 	if err := json.Unmarshal([]byte(accepted.Properties.FilterCriteria.Filters[0].Pattern), &got); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(sequencer.Filter), &want); err != nil {
+	if err := json.Unmarshal([]byte(eventstore.AcceptedRecordFilter), &want); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("filter %v, want sequencer.Filter %v", got, want)
+		t.Errorf("filter %v, want eventstore.AcceptedRecordFilter %v", got, want)
 	}
 }
 
@@ -92,7 +90,7 @@ func image(stream, id, position string) map[string]events.DynamoDBAttributeValue
 // not an event committed at its head, not a head; and Accepted names
 // each stream of what passes once.
 func TestTheFilterPassesAcceptsOnly(t *testing.T) {
-	pending := eventtable.PendingKey(time.Now(), "r1", 0)
+	pending := eventstore.PendingKey(time.Now(), "r1", 0)
 	head := map[string]events.DynamoDBAttributeValue{"user_id": events.NewStringAttribute("space#s"), "event_id": events.NewStringAttribute("head"), "seq": events.NewNumberAttribute("3")}
 	tests := []struct {
 		name string
@@ -107,19 +105,19 @@ func TestTheFilterPassesAcceptsOnly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var got []events.DynamoDBEventRecord
-		m := &streamfeed.Mapping{Filter: sequencer.Filter, BatchSize: 10, Function: func(_ context.Context, ev events.DynamoDBEvent) error {
+		m := &streamfeed.Mapping{Filter: eventstore.AcceptedRecordFilter, BatchSize: 10, Function: func(_ context.Context, ev events.DynamoDBEvent) error {
 			got = append(got, ev.Records...)
 			return nil
 		}}
 		if _, err := m.Deliver(context.Background(), []events.DynamoDBEventRecord{tc.rec}); err != nil || (len(got) == 1) != tc.pass {
 			t.Errorf("%s: passed %d, %v; want pass %v", tc.name, len(got), err, tc.pass)
 		}
-		if streams := sequencer.Accepted([]events.DynamoDBEventRecord{tc.rec}); (len(streams) == 1) != tc.pass {
+		if streams := eventstore.AcceptedStreams([]events.DynamoDBEventRecord{tc.rec}); (len(streams) == 1) != tc.pass {
 			t.Errorf("%s: Accepted = %v", tc.name, streams)
 		}
 	}
 	twice := []events.DynamoDBEventRecord{record("INSERT", image("space#a", "e1", pending)), record("INSERT", image("space#b", "e2", pending)), record("INSERT", image("space#a", "e3", pending))}
-	if got := sequencer.Accepted(twice); !reflect.DeepEqual(got, []string{"space#a", "space#b"}) {
+	if got := eventstore.AcceptedStreams(twice); !reflect.DeepEqual(got, []string{"space#a", "space#b"}) {
 		t.Errorf("Accepted = %v, want each stream once, in order", got)
 	}
 }
@@ -137,12 +135,12 @@ func records(fn func(context.Context, json.RawMessage) error) func(context.Conte
 }
 
 // pendingOf is how many of stream's events wait to be placed.
-func pendingOf(t testing.TB, tb eventtable.Table, stream string) int {
+func pendingOf(t testing.TB, tb eventstore.Table, stream string) int {
 	t.Helper()
 	out, err := tb.Client.Query(context.Background(), &dynamodb.QueryInput{
-		TableName: aws.String(tb.Name), IndexName: aws.String(eventtable.ByReceivedIndex), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(tb.Name), IndexName: aws.String(eventstore.ByReceivedIndex), ConsistentRead: aws.Bool(true),
 		KeyConditionExpression:    aws.String("user_id = :s AND begins_with(received_key, :p)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": eventtable.S(stream), ":p": eventtable.S(eventtable.PendingPrefix)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": eventstore.S(stream), ":p": eventstore.S(eventstore.PendingPrefix)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -191,10 +189,10 @@ func TestSequencesFromTheEventsTablesStream(t *testing.T) {
 	if err != nil || arn == "" {
 		t.Fatalf("the events table has no stream on %s: %q %v", hs.B.Name, arn, err)
 	}
-	tb := eventtable.Table{Client: hs.Observer().B.Client, Name: hs.B.Tables.Events}
+	tb := eventstore.Table{Client: hs.Observer().B.Client, Name: hs.B.Tables.Events}
 	var placed atomic.Int64
 	fn := records(handler(tb, slog.New(slog.DiscardHandler)))
-	m := &streamfeed.Mapping{Filter: sequencer.Filter, BatchSize: 100, MaxRetries: 10, RetryBase: 20 * time.Millisecond,
+	m := &streamfeed.Mapping{Filter: eventstore.AcceptedRecordFilter, BatchSize: 100, MaxRetries: 10, RetryBase: 20 * time.Millisecond,
 		Function: func(ctx context.Context, ev events.DynamoDBEvent) error {
 			placed.Add(int64(len(ev.Records)))
 			return fn(ctx, ev)
@@ -206,7 +204,7 @@ func TestSequencesFromTheEventsTablesStream(t *testing.T) {
 	<-ready
 
 	spaceID, answered := hs.BusySpace(8, 5)
-	stream := spaces.Stream(spaceID)
+	stream := eventstore.SpaceStream(spaceID)
 	for deadline := time.Now().Add(30 * time.Second); pendingOf(t, tb, stream) > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d events still pending 30 s after the writes", pendingOf(t, tb, stream))
@@ -226,13 +224,13 @@ func TestSequencesFromTheEventsTablesStream(t *testing.T) {
 func TestSequencesWhatItIsHanded(t *testing.T) {
 	hs := apitest.NewAccepting(t)
 	spaceID, answered := hs.BusySpace(8, 5)
-	stream := spaces.Stream(spaceID)
-	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	stream := eventstore.SpaceStream(spaceID)
+	tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	waiting := pendingOf(t, tb, stream)
 	if waiting == 0 {
 		t.Fatal("nothing pending after the accepts")
 	}
-	pending := eventtable.PendingKey(time.Now(), "r", 0) // any pending key: the function reads the table, not the record
+	pending := eventstore.PendingKey(time.Now(), "r", 0) // any pending key: the function reads the table, not the record
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", pending))}}
 	var out strings.Builder
 	fn := records(handler(tb, slog.New(slog.NewJSONHandler(&out, nil))))
@@ -274,8 +272,8 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func TestAnInvocationEndsWhileWritersKeepAccepting(t *testing.T) {
 	hs := apitest.NewAccepting(t)
 	spaceID, answered := hs.BusySpace(8, 5)
-	stream := spaces.Stream(spaceID)
-	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	stream := eventstore.SpaceStream(spaceID)
+	tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	path := "/api/v1/spaces/" + spaceID + "/events"
 	// Every call held 20 ms: a write of each member is always under way,
 	// so that every pass finds more accepted behind what it read.
@@ -311,7 +309,7 @@ func TestAnInvocationEndsWhileWritersKeepAccepting(t *testing.T) {
 		}
 	}
 	fn := records(handler(tb, slog.New(slog.DiscardHandler)))
-	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventtable.PendingKey(time.Now(), "r", 0)))}}
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventstore.PendingKey(time.Now(), "r", 0)))}}
 	done := make(chan error, 1)
 	acceptsBefore := hs.Accepts()
 	go func() { done <- fn(context.Background(), batch) }()
@@ -351,13 +349,13 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.StopTimer()
 		hs := apitest.NewAccepting(b)
 		spaceID, answered := hs.BusySpace(8, backlog)
-		stream := spaces.Stream(spaceID)
-		tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+		stream := eventstore.SpaceStream(spaceID)
+		tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 		waiting := pendingOf(b, tb, stream)
 		hs.B.Transport.Reset()
 		hs.B.Transport.Inject(ddbtest.Fault{Kind: ddbtest.Delayed, Delay: 8 * time.Millisecond, Times: 1 << 30})
 		fn := records(handler(tb, slog.New(slog.DiscardHandler)))
-		batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventtable.PendingKey(time.Now(), "r", 0)))}}
+		batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record("INSERT", image(stream, "e", eventstore.PendingKey(time.Now(), "r", 0)))}}
 		start := time.Now()
 		b.StartTimer()
 		if err := fn(context.Background(), batch); err != nil {
@@ -381,13 +379,13 @@ func BenchmarkCatchUp(b *testing.B) {
 
 // indexed is how many of stream's events the index of pending events
 // holds.
-func indexed(t testing.TB, tb eventtable.Table, stream string) int {
+func indexed(t testing.TB, tb eventstore.Table, stream string) int {
 	t.Helper()
 	out, err := tb.Client.Query(context.Background(), &dynamodb.QueryInput{
-		TableName: aws.String(tb.Name), IndexName: aws.String(eventtable.PendingIndex),
+		TableName: aws.String(tb.Name), IndexName: aws.String(eventstore.PendingIndex),
 		KeyConditionExpression:    aws.String("pending_shard = :s"),
 		FilterExpression:          aws.String("user_id = :u"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": eventtable.S(eventtable.PendingShard(stream)), ":u": eventtable.S(stream)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": eventstore.S(eventstore.PendingShard(stream)), ":u": eventstore.S(stream)},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -401,13 +399,13 @@ const scheduled = `{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","d
 
 // TestTheSweepPlacesWhatNoRecordBrought: accepted events whose stream
 // records never reached the function (a batch given up, say) are placed
-// by the schedule's sweep once they are sequencer.SweepAfter old, each
+// by the schedule's sweep once they are eventstore.SweepAfter old, each
 // listed once; younger ones are left to their records.
 func TestTheSweepPlacesWhatNoRecordBrought(t *testing.T) {
 	hs := apitest.NewAccepting(t)
 	spaceID, answered := hs.BusySpace(8, 5)
-	stream := spaces.Stream(spaceID)
-	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	stream := eventstore.SpaceStream(spaceID)
+	tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	waiting := pendingOf(t, tb, stream)
 	if waiting == 0 {
 		t.Fatal("nothing pending after the accepts")
@@ -423,7 +421,7 @@ func TestTheSweepPlacesWhatNoRecordBrought(t *testing.T) {
 	if n := pendingOf(t, tb, stream); n != waiting {
 		t.Fatalf("the sweep placed events accepted just now: %d pending of %d", n, waiting)
 	}
-	now = func() time.Time { return time.Now().Add(sequencer.SweepAfter + time.Second) }
+	now = func() time.Time { return time.Now().Add(eventstore.SweepAfter + time.Second) }
 	t.Cleanup(func() { now = time.Now })
 	if err := fn(context.Background(), json.RawMessage(scheduled)); err != nil {
 		t.Fatal(err)

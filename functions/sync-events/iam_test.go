@@ -18,10 +18,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/retention"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // TestRoleGrantsEveryCallTheHandlerMakes runs a workload that takes every
@@ -306,7 +303,7 @@ func TestRetentionRoleGrantsEveryCallATrimMakes(t *testing.T) {
 		apitest.WantResponse(t, hs.Post("alice", uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
 	}
 	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, func() bool { return true })
-	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
+	log := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	if res, err := log.Trim(context.Background(), "alice", time.Now().Add(time.Hour), 100); err != nil || res.Removed != 3 {
 		t.Fatalf("Trim = %+v, %v", res, err)
 	}
@@ -350,11 +347,11 @@ func TestSequencerRoleGrantsEveryCallAPassMakes(t *testing.T) {
 	var on atomic.Bool
 	calls := observeNeeds(t, hs, map[string]string{hs.B.Tables.Events: "!GetAtt EventsTable.Arn"}, on.Load)
 	on.Store(true)
-	tb := eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
-	if n, err := sequencer.Drain(context.Background(), tb, spaces.Stream(spaceID)); err != nil || n == 0 {
+	tb := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
+	if n, err := tb.Drain(context.Background(), eventstore.SpaceStream(spaceID)); err != nil || n == 0 {
 		t.Fatalf("Drain = %d, %v", n, err)
 	}
-	if _, err := sequencer.Sweep(context.Background(), tb, time.Now()); err != nil {
+	if _, err := tb.Sweep(context.Background(), time.Now()); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
 	on.Store(false)

@@ -9,12 +9,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/poke"
 )
 
 // TestTemplateLiveSyncIsTheCodes holds the template's live sync to the
-// code: the stream mappings pass what headstream.Filter passes
+// code: the stream mappings pass what eventstore.HeadRecordFilter passes
 // (make run's stand-in applies that constant), from the events table's
 // stream; the namespace is package poke's; the poke function's role may
 // publish there and nowhere else, and no role may subscribe.
@@ -77,7 +77,7 @@ func TestTemplateLiveSyncIsTheCodes(t *testing.T) {
 }
 
 // fnHeadsAreTheCodes: function's stream event reads the events table's
-// stream through headstream.Filter.
+// stream through eventstore.HeadRecordFilter.
 func fnHeadsAreTheCodes(t *testing.T, tpl template, function string) {
 	t.Helper()
 	fn := decode[struct {
@@ -103,10 +103,10 @@ func fnHeadsAreTheCodes(t *testing.T, tpl template, function string) {
 	if err := json.Unmarshal([]byte(heads.Properties.FilterCriteria.Filters[0].Pattern), &got); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(headstream.Filter), &want); err != nil {
+	if err := json.Unmarshal([]byte(eventstore.HeadRecordFilter), &want); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s: filter %v, want headstream.Filter %v", function, got, want)
+		t.Errorf("%s: filter %v, want eventstore.HeadRecordFilter %v", function, got, want)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/cors"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 )
 
@@ -242,7 +242,7 @@ func TestTemplatePolicyIsLeastPrivilege(t *testing.T) {
 		"!GetAtt IdempotencyTable.Arn": {"dynamodb:PutItem", "dynamodb:GetItem"},
 		"!GetAtt EventsTable.Arn": {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:BatchGetItem",
 			"dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:Query"},
-		"!Sub ${EventsTable.Arn}/index/" + eventtable.ByReceivedIndex: {"dynamodb:Query"},
+		"!Sub ${EventsTable.Arn}/index/" + eventstore.ByReceivedIndex: {"dynamodb:Query"},
 		"!GetAtt FunctionLogGroup.Arn":                                {"logs:CreateLogStream", "logs:PutLogEvents"},
 		" *":                                                          {"xray:PutTraceSegments", "xray:PutTelemetryRecords"},
 	}
@@ -258,7 +258,7 @@ func TestTemplateTablesMatchTheCode(t *testing.T) {
 		ttl   string
 	}{
 		"IdempotencyTable": {dynamodbstore.TableInput("IdempotencyTable"), dynamodbstore.TTLAttribute},
-		"EventsTable":      {eventtable.TableInput("EventsTable"), ""},
+		"EventsTable":      {eventstore.TableInput("EventsTable"), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := tpl.Resources[name]

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // TestBackendIsolatesConcurrentTransactions holds the backend to what the
@@ -164,7 +164,7 @@ func TestBackendIndexIsSparse(t *testing.T) {
 	}
 	query := func(cond string, values map[string]types.AttributeValue) int {
 		out, err := b.Client.Query(ctx, &dynamodb.QueryInput{
-			TableName: aws.String(b.Tables.Events), IndexName: aws.String(eventtable.ByReceivedIndex),
+			TableName: aws.String(b.Tables.Events), IndexName: aws.String(eventstore.ByReceivedIndex),
 			KeyConditionExpression: aws.String(cond), ExpressionAttributeValues: values,
 		})
 		if err != nil {

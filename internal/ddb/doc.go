@@ -3,7 +3,6 @@
 // metrics line, and the names of the service's two tables. It knows no
 // table's content: the ledger's definition and every read and write of it
 // are package dynamodbstore's (dynamodbstore.Store); the events table's
-// definition and the encoding of its items are package eventtable's,
-// through which the packages that write it (eventlog, spaces, deletion,
-// sequencer, retention) all go.
+// definition, its items and every write of it are package eventstore's
+// (retention trims through eventstore.Table).
 package ddb

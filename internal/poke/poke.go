@@ -1,5 +1,5 @@
 // Package poke tells devices that a stream's events moved. From a batch of
-// the events table's stream records it makes one poke per stream whose
+// the events table's change-feed records it makes one poke per stream whose
 // head moved, "the head is now at cursor C", and publishes it on that
 // stream's channel of an AppSync Events API: a user's own, /users/<sub>,
 // or a space's, /spaces/<id>. A poke carries no event
@@ -7,8 +7,8 @@
 // authorization, stays the only way to read events.
 //
 // It owns the channel names and the poke's shape. It does not read the
-// stream (Lambda's event source mapping does, or a local stand-in) nor
-// decide what a head is (package eventlog does).
+// change feed (Lambda's event source mapping does, or a local stand-in)
+// nor decide what a head is (package eventstore does).
 package poke
 
 import (
@@ -22,8 +22,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/headstream"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // The channel namespaces: user u's channel is /users/u, space s's is
@@ -110,7 +109,7 @@ type Report struct {
 	NoChannel int // users whose id cannot be a channel
 }
 
-// Handle turns one batch of stream records into pokes and publishes them:
+// Handle turns one batch of change-feed records into pokes and publishes them:
 // records of anything but a head are skipped (the filter should have
 // dropped them), and a user's several heads in one batch make one poke at
 // the highest. It returns an error when the publisher does, so that Lambda
@@ -118,12 +117,12 @@ type Report struct {
 // which would stop the shard.
 func Handle(ctx context.Context, pub Publisher, ev events.DynamoDBEvent) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	latest, heads := headstream.Moved(ev.Records)
+	latest, heads := eventstore.MovedHeads(ev.Records)
 	rep.Heads = heads
 	pokes := make([]Poke, 0, len(latest))
 	for stream, cursor := range latest {
 		ch, ok := Channel(stream)
-		if id, space := spaces.ID(stream); space {
+		if id, space := eventstore.SpaceID(stream); space {
 			ch, ok = SpaceChannel(id)
 		}
 		if !ok {

@@ -1,6 +1,6 @@
 // Package ratelimit owns the token bucket the service limits each user's
 // rate with: its arithmetic, on a state its caller keeps wherever it
-// likes (package eventlog keeps one on a stream's head or a member, in
+// likes (package eventstore keeps one on a stream's head or a member, in
 // the same transaction as the change it limits), and a Limiter that keeps
 // one per user in this execution environment's memory, for reads.
 package ratelimit

@@ -1,16 +1,15 @@
 // Package retention removes the events a deployment keeps no longer. From
-// a batch of the events table's stream records it takes each stream whose
-// head moved and trims it: the events received more than the policy's
-// Keep ago go, oldest first, below the stream's floor (Table.Trim),
-// and a device whose cursor is below the floor is then told to start over
-// (410 CURSOR_EXPIRED). A stream is trimmed when it is written to: one
-// idle for longer than Keep keeps its events until its next commit.
+// a batch of the events table's change-feed records it takes each stream
+// whose head moved and trims it: the events received more than the
+// policy's Keep ago go, oldest first, below the stream's floor, and a
+// device whose cursor is below the floor is then told to start over (410
+// CURSOR_EXPIRED). A stream is trimmed when it is written to: one idle for
+// longer than Keep keeps its events until its next commit.
 //
-// It owns which streams a batch trims and with what cutoff, and the trim
-// itself: the floor raised, the events deleted (Table.Trim). What a read
-// below the floor answers is package eventlog's, the floor item's
-// encoding package eventtable's, and reading the stream Lambda's event
-// source mapping's.
+// It owns which streams a batch trims, with what cutoff, how many at once
+// and within what time; the trim itself (the floor raised, the events
+// deleted) is eventstore.Table.Trim, as every write of the table is
+// package eventstore's.
 package retention
 
 import (
@@ -24,12 +23,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
-// Trimmer trims one stream: *Table.
+// Trimmer trims one stream: eventstore.Table.
 type Trimmer interface {
-	Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error)
+	Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (eventstore.TrimResult, error)
 }
 
 // Policy is how long events stay and how many of one stream's a batch
@@ -61,7 +60,7 @@ const reserve = 20 * time.Second
 // near are deferred, not failed: each is trimmed on at its next commit.
 func Handle(ctx context.Context, t Trimmer, p Policy, ev events.DynamoDBEvent, now time.Time) (Report, error) {
 	rep := Report{Records: len(ev.Records)}
-	moved, _ := headstream.Moved(ev.Records)
+	moved, _ := eventstore.MovedHeads(ev.Records)
 	streams := slices.Sorted(maps.Keys(moved))
 	rep.Streams = len(streams)
 	cutoff := now.Add(-p.Keep)

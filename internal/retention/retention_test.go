@@ -12,8 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/retention"
 )
 
@@ -23,9 +22,9 @@ type failing struct {
 	stream string
 }
 
-func (f failing) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (retention.TrimResult, error) {
+func (f failing) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (eventstore.TrimResult, error) {
 	if stream == f.stream {
-		return retention.TrimResult{}, errors.New("throttled")
+		return eventstore.TrimResult{}, errors.New("throttled")
 	}
 	return f.Trimmer.Trim(ctx, stream, cutoff, limit)
 }
@@ -37,13 +36,13 @@ func (f failing) Trim(ctx context.Context, stream string, cutoff time.Time, limi
 // removes nothing twice.
 func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 	hs := apitest.New(t)
-	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
+	log := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	posts := map[string]int{"alice": 4, "bob": 3, "carol": 2}
 	var batch events.DynamoDBEvent
 	for user, n := range posts {
 		for range n {
 			apitest.WantResponse(t, hs.Post(user, uuid.NewString(), apitest.EventBody(t, uuid.NewString())), 201, "")
-			rec, ok, err := headstream.Record(context.Background(), eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, user)
+			rec, ok, err := eventstore.HeadRecord(context.Background(), eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, user)
 			if err != nil || !ok {
 				t.Fatalf("head of %s: %v %v", user, ok, err)
 			}
@@ -72,7 +71,7 @@ func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 	}
 	left := map[string]int{}
 	for _, ev := range hs.B.StoredEvents(t) {
-		left[ev.UserID]++
+		left[ev.Stream]++
 	}
 	if want := map[string]int{"alice": 1, "bob": 1, "carol": 2}; fmt.Sprint(left) != fmt.Sprint(want) {
 		t.Errorf("events left %v, want %v (each trimmed stream's newest; carol untouched)", left, want)
@@ -82,9 +81,9 @@ func TestHandleTrimsEachStreamWhoseHeadMoved(t *testing.T) {
 // counting is a Trimmer that counts its calls and trims nothing.
 type counting struct{ calls atomic.Int32 }
 
-func (c *counting) Trim(context.Context, string, time.Time, int) (retention.TrimResult, error) {
+func (c *counting) Trim(context.Context, string, time.Time, int) (eventstore.TrimResult, error) {
 	c.calls.Add(1)
-	return retention.TrimResult{}, nil
+	return eventstore.TrimResult{}, nil
 }
 
 // With the invocation's deadline near, streams are deferred to their next

@@ -48,9 +48,10 @@ func Reserved(typ string) bool { return slices.Contains(ReservedTypes, typ) }
 
 // Event is one stored event of one stream: a user's own, or a space's.
 type Event struct {
-	// UserID is the stream the event belongs to: the user's id, or a
-	// space's stream id (package eventlog).
-	UserID string
+	// Stream is the stream the event belongs to: its user's id (their own
+	// stream), or a space's stream id (eventstore.SpaceStream). It is
+	// stored as user_id, the events table's partition key.
+	Stream string
 	// Author is who wrote an event of a space; empty in a user's own stream.
 	Author     string
 	ID         string

@@ -14,6 +14,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -50,10 +51,10 @@ type batchCreated struct {
 
 // postBatch is the batch's mutation: 1 to MaxBatchEvents events, stored in
 // the order sent, all in one transaction with the ledger record, or none.
-func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	st, err := stream(r)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	most := MaxBatchEvents
 	if st != r.User {
@@ -61,14 +62,14 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 	}
 	evs, err := parseBatch(r.Body, h.maxBodyBytes, most)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	ids := make([]string, len(evs))
 	for i := range evs {
-		evs[i].UserID, ids[i] = st, evs[i].ID
+		evs[i].Stream, ids[i] = st, evs[i].ID
 	}
-	return mutation.Plan[syncevent.Event]{
-		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
+	return mutation.Plan[eventstore.Change]{
+		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[eventstore.Change], error) {
 			answer := batchCreated{Events: make([]syncevent.Created, len(evs))}
 			for i := range evs {
 				evs[i].ReceivedAt = now.Truncate(time.Millisecond)
@@ -76,11 +77,11 @@ func postBatch(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event],
 			}
 			b, err := json.Marshal(answer)
 			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, fmt.Errorf("encode the batch's answer: %w", err)
+				return idempotency.Execution[eventstore.Change]{}, fmt.Errorf("encode the batch's answer: %w", err)
 			}
-			return idempotency.Execution[syncevent.Event]{
+			return idempotency.Execution[eventstore.Change]{
 				Response: idempotency.Response{StatusCode: http.StatusCreated, Body: b},
-				Writes:   evs,
+				Writes:   []eventstore.Change{eventstore.Append(evs...)},
 			}, nil
 		},
 		Refused: func(ctx context.Context, refused []idempotency.Refusal) error {

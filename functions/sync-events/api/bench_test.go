@@ -23,7 +23,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -114,19 +114,19 @@ func BenchmarkHandler(b *testing.B) {
 	// through the store, with nothing of the handler around it.
 	b.Run("sdk-commit-only", func(b *testing.B) {
 		client := benchClient(b, memoryDynamoDB{})
-		log := eventlog.New(client, "events", dynamodbstore.New(client, "ledger"), ratelimit.Bucket{})
+		log := eventstore.New(client, "events", dynamodbstore.New(client, "ledger"), ratelimit.Bucket{})
 		canonical, _ := idempotency.Canonicalize([]byte(body))
 		ev, err := syncevent.Parse(canonical)
 		if err != nil {
 			b.Fatal(err)
 		}
-		ev.UserID, ev.ReceivedAt = "alice", time.Now()
+		ev.Stream, ev.ReceivedAt = "alice", time.Now()
 		rec := idempotency.Record{UserID: "alice", Key: key, PayloadHash: idempotency.HashCanonical(canonical), StatusCode: 201,
 			ResponseBody: ev.CreatedBody(), Method: "POST", Route: api.EventsPath, CreatedAt: ev.ReceivedAt, ExpiresAt: ev.ReceivedAt.Add(time.Hour)}
 		evs := []syncevent.Event{ev}
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := log.Commit(context.Background(), rec, evs, ev.ReceivedAt); err != nil {
+			if err := log.Commit(context.Background(), rec, []eventstore.Change{eventstore.Append(evs...)}, ev.ReceivedAt); err != nil {
 				b.Fatal(err)
 			}
 		}

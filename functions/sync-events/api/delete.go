@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
-	"github.com/sync-events/sync-events/internal/deletion"
-	"github.com/sync-events/sync-events/internal/syncevent"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // The routes that delete one event: of the caller's own stream, or of a
@@ -31,34 +29,25 @@ type deletedAnswer struct {
 var errBadEventID = errcode.Invalid("eventId is not an event id: a UUID", errcode.Field{Field: "eventId"})
 
 // deleteEvent turns an event into a tombstone at its position and writes
-// the deletion's notice at the stream's next (package eventlog, delete).
-func deleteEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+// the deletion's notice at the stream's next (eventstore.Delete).
+func deleteEvent(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	st, err := stream(r)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	id, ok := idempotency.ParseUUID(r.PathParams["eventId"])
 	if !ok {
-		return mutation.Plan[syncevent.Event]{}, 0, errBadEventID
+		return mutation.Plan[eventstore.Change]{}, 0, errBadEventID
 	}
-	return mutation.Plan[syncevent.Event]{
-		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
-			payload, err := json.Marshal(deletion.Payload{ID: id})
-			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, err
-			}
+	return mutation.Plan[eventstore.Change]{
+		Execute: func(context.Context, time.Time) (idempotency.Execution[eventstore.Change], error) {
 			body, err := json.Marshal(deletedAnswer{ID: id, Deleted: true})
 			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, err
+				return idempotency.Execution[eventstore.Change]{}, err
 			}
-			at := now.Truncate(time.Millisecond)
-			notice := syncevent.Event{
-				UserID: st, ID: uuid.NewString(), Type: syncevent.DeletedType,
-				OccurredAt: at.UTC().Format(syncevent.TimestampLayout), ReceivedAt: at, Payload: payload,
-			}
-			return idempotency.Execution[syncevent.Event]{
+			return idempotency.Execution[eventstore.Change]{
 				Response: idempotency.Response{StatusCode: http.StatusOK, Body: body},
-				Writes:   []syncevent.Event{notice},
+				Writes:   []eventstore.Change{eventstore.Delete(st, id)},
 			}, nil
 		},
 		Refused: func(context.Context, []idempotency.Refusal) error { return errEventExists },

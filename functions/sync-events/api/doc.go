@@ -5,6 +5,5 @@
 //
 // It owns the wire contract; the exactly-once rules live in package
 // idempotency, the ledger's storage in package dynamodbstore, and the
-// events table's in package eventtable (its items) and the packages that
-// write it (eventlog, spaces, deletion, sequencer, retention).
+// events table's in package eventstore (retention trims it).
 package api

@@ -8,7 +8,7 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // The API's own error codes, next to package errcode's (and the event
@@ -23,7 +23,7 @@ const (
 
 // The API's own refusals; every other answer is worded by package mutation
 // (the envelope's refusals, and failures by their code) or by the package
-// that refused (syncevent, eventlog, idempotency).
+// that refused (syncevent, eventstore, idempotency).
 var (
 	errNotFound            = errcode.New(errcode.NotFound, "No such route")
 	errCallerIDUnsupported = errcode.New(CallerIDUnsupported,
@@ -44,7 +44,7 @@ func user(r *mutation.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) || spaces.IsStream(sub) {
+	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) || eventstore.IsSpaceStream(sub) {
 		return "", errCallerIDUnsupported
 	}
 	return sub, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -28,22 +29,22 @@ var errEventExists = errcode.New(EventAlreadyExists, "An event with this id is a
 
 // postEvent is POST's mutation: one event, stored with the time the server
 // received it; its write must be its id's first.
-func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	// The event is read from the body as sent: the canonical form is only
 	// for the hash, and storing it would change the client's numbers.
 	ev, err := syncevent.Parse(r.Body)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
-	if ev.UserID, err = stream(r); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+	if ev.Stream, err = stream(r); err != nil {
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
-	return mutation.Plan[syncevent.Event]{
-		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
+	return mutation.Plan[eventstore.Change]{
+		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[eventstore.Change], error) {
 			ev.ReceivedAt = now.Truncate(time.Millisecond)
-			return idempotency.Execution[syncevent.Event]{
+			return idempotency.Execution[eventstore.Change]{
 				Response: idempotency.Response{StatusCode: http.StatusCreated, Body: ev.CreatedBody()},
-				Writes:   []syncevent.Event{ev},
+				Writes:   []eventstore.Change{eventstore.Append(ev)},
 			}, nil
 		},
 		Refused: func(context.Context, []idempotency.Refusal) error { return errEventExists },

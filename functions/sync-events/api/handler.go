@@ -22,9 +22,9 @@ import (
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -46,14 +46,14 @@ type EventReader interface {
 	// they are not a member.
 	Role(ctx context.Context, stream, user string) (role string, found bool, _ error)
 	// Spaces lists user's spaces with their role.
-	Spaces(ctx context.Context, user string) ([]spaces.Listing, error)
+	Spaces(ctx context.Context, user string) ([]eventstore.SpaceListing, error)
 }
 
 // Handler answers the function's API Gateway requests.
 type Handler struct {
-	mutations *mutation.Runner[syncevent.Event]
+	mutations *mutation.Runner[eventstore.Change]
 	// batches is the envelope of the routes that take a larger body.
-	batches      *mutation.Runner[syncevent.Event]
+	batches      *mutation.Runner[eventstore.Change]
 	events       EventReader
 	reads        *ratelimit.Limiter
 	refused      *ratelimit.Limiter
@@ -178,13 +178,13 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 			return h.fail(limited(errRefusalsLimited, wait), req.RequestContext.HTTP.Method)
 		}
 		defer func() {
-			if c := out.Code; c == spaces.ErrNotMember.Code || c == spaces.ErrRoleForbids.Code {
+			if c := out.Code; c == eventstore.ErrNotMember.Code || c == eventstore.ErrRoleForbids.Code {
 				h.refused.Take(caller, time.Now())
 			}
 		}()
 	}
 	var carried int
-	resp, rep := runner.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[syncevent.Event], error) {
+	resp, rep := runner.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[eventstore.Change], error) {
 		plan, n, err := rt.mutate(h, r)
 		carried = n
 		return plan, err

@@ -20,7 +20,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -339,7 +339,7 @@ func TestFullItemCollectionIsItsOwnAnswer(t *testing.T) {
 		key, body, user := uuid.NewString(), event(`{}`).body(), fmt.Sprint("full-", i)
 		records := hs.LedgerCount()
 		resp := hs.Post(user, key, body)
-		apitest.WantResponse(t, resp, http.StatusConflict, string(eventlog.StorageFull))
+		apitest.WantResponse(t, resp, http.StatusConflict, string(eventstore.StorageFull))
 		if resp.Headers["Retry-After"] != "" {
 			t.Fatalf("a Retry-After on an answer that retrying cannot change")
 		}

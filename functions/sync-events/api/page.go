@@ -33,7 +33,7 @@ var errEventTooLarge = errors.New("a stored event is larger than a page may be")
 
 // page builds a GET body event by event, within a count and a byte budget,
 // from the position after. The events it is handed follow one another
-// with no gap (eventlog.Log.Read stops at one), so where the page ends is
+// with no gap (eventstore.Store.Read stops at one), so where the page ends is
 // where its reader resumes.
 type page struct {
 	limit, budget int

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/retention"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // pullAll pages path (a stream's GET) from cursor, limit a time, to the
@@ -42,7 +42,7 @@ func pulledIDs(evs []apitest.ListedEvent) []string {
 // above the floor. In a user's stream and in a space's.
 func TestPullersAcrossARetentionFloor(t *testing.T) {
 	hs := apitest.New(t)
-	log := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
+	log := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 	s := newSpace(t, hs, "alice")
 	apitest.WantResponse(t, s.add(t, "alice", "bob", "reader"), 201, "")
 	streams := []struct {

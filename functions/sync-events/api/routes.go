@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sync-events/sync-events/idempotency/mutation"
-	"github.com/sync-events/sync-events/internal/syncevent"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // EventsPath is the events resource; BatchPath takes many events at once.
@@ -36,7 +36,7 @@ type route struct {
 // eventMutation reads a mutation's accepted body (valid I-JSON, within the
 // size limit) into its plan, and says how many events it carries (for the
 // metrics), or refuses it with an errcode.Error.
-type eventMutation func(h *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error)
+type eventMutation func(h *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error)
 
 // routes is the table: what the API answers with anything but a refusal.
 // 404, 405 and Allow come from it, and so do Routes (held to the OpenAPI

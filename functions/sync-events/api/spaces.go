@@ -10,18 +10,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/go-json-experiment/json"
-	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
-	"github.com/sync-events/sync-events/internal/deletion"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/spaces"
-	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
 // The spaces' routes.
@@ -40,18 +36,18 @@ const (
 // spaceStatuses are the statuses of the event log's own codes: the
 // spaces', deletions' and retention's.
 var spaceStatuses = map[errcode.Code]int{
-	eventlog.ErrCursorExpired.Code:  http.StatusGone,
-	deletion.ErrEventNotFound.Code:  http.StatusNotFound,
-	deletion.ErrAlreadyDeleted.Code: http.StatusConflict,
-	deletion.ErrNotDeletable.Code:   http.StatusConflict,
-	spaces.ErrSpaceExists.Code:      http.StatusConflict,
-	spaces.ErrSpacesLimit.Code:      http.StatusConflict,
-	spaces.ErrNotMember.Code:        http.StatusForbidden,
-	spaces.ErrRoleForbids.Code:      http.StatusForbidden,
-	spaces.ErrAlreadyMember.Code:    http.StatusConflict,
-	spaces.ErrMembersLimit.Code:     http.StatusConflict,
-	spaces.ErrNoSuchMember.Code:     http.StatusNotFound,
-	spaces.ErrLastOwner.Code:        http.StatusConflict,
+	eventstore.ErrCursorExpired.Code:  http.StatusGone,
+	eventstore.ErrEventNotFound.Code:  http.StatusNotFound,
+	eventstore.ErrAlreadyDeleted.Code: http.StatusConflict,
+	eventstore.ErrNotDeletable.Code:   http.StatusConflict,
+	eventstore.ErrSpaceExists.Code:    http.StatusConflict,
+	eventstore.ErrSpacesLimit.Code:    http.StatusConflict,
+	eventstore.ErrNotMember.Code:      http.StatusForbidden,
+	eventstore.ErrRoleForbids.Code:    http.StatusForbidden,
+	eventstore.ErrAlreadyMember.Code:  http.StatusConflict,
+	eventstore.ErrMembersLimit.Code:   http.StatusConflict,
+	eventstore.ErrNoSuchMember.Code:   http.StatusNotFound,
+	eventstore.ErrLastOwner.Code:      http.StatusConflict,
 }
 
 var errBadSpaceID = errcode.Invalid("spaceId is not a space id: a UUID", errcode.Field{Field: "spaceId"})
@@ -105,7 +101,7 @@ func spaceStream(id string) (string, error) {
 	if !ok || parsed != id {
 		return "", errBadSpaceID
 	}
-	return spaces.Stream(id), nil
+	return eventstore.SpaceStream(id), nil
 }
 
 // newSpace is POST /spaces' body.
@@ -115,23 +111,23 @@ type newSpace struct {
 }
 
 // createSpace makes a space with the caller its owner.
-func createSpace(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func createSpace(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	var b newSpace
 	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid space: the body must be {"id": a UUID, "name": 1 to 100 characters}`, errcode.Field{Field: "body"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(`Invalid space: the body must be {"id": a UUID, "name": 1 to 100 characters}`, errcode.Field{Field: "body"})
 	}
 	if err := spaceCaller(r.User); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	st, err := spaceStream(b.ID)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid("Invalid space: id must be a UUID in lowercase", errcode.Field{Field: "id"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid("Invalid space: id must be a UUID in lowercase", errcode.Field{Field: "id"})
 	}
 	if n := utf8.RuneCountInString(b.Name); n < 1 || n > maxSpaceNameLen {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(fmt.Sprintf("Invalid space: name must be 1 to %d characters", maxSpaceNameLen), errcode.Field{Field: "name"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(fmt.Sprintf("Invalid space: name must be 1 to %d characters", maxSpaceNameLen), errcode.Field{Field: "name"})
 	}
-	answer := spaces.Listing{ID: b.ID, Name: b.Name, Role: spaces.RoleOwner}
-	return membershipPlan(r, st, spaces.TypeSpaceCreated, spaces.MembershipPayload{Name: b.Name}, http.StatusCreated, answer), 1, nil
+	answer := eventstore.SpaceListing{ID: b.ID, Name: b.Name, Role: eventstore.RoleOwner}
+	return membershipPlan(eventstore.CreateSpace(st, b.Name), http.StatusCreated, answer), 1, nil
 }
 
 // newMember is POST /spaces/{id}/members' body.
@@ -147,23 +143,23 @@ type memberAnswer struct {
 	Role   string `json:"role"`
 }
 
-func addMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func addMember(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	st, err := stream(r)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	var b newMember
 	if err := json.Unmarshal(r.Body, &b, json.RejectUnknownMembers(true)); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid member: the body must be {"member": a user's sub, "role": "owner", "writer" or "reader"}`, errcode.Field{Field: "body"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(`Invalid member: the body must be {"member": a user's sub, "role": "owner", "writer" or "reader"}`, errcode.Field{Field: "body"})
 	}
 	if err := checkMember(b.Member); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
-	if !spaces.ValidRole(b.Role) {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid(`Invalid member: role must be "owner", "writer" or "reader"`, errcode.Field{Field: "role"})
+	if !eventstore.ValidRole(b.Role) {
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid(`Invalid member: role must be "owner", "writer" or "reader"`, errcode.Field{Field: "role"})
 	}
 	answer := memberAnswer{Space: r.PathParams["spaceId"], Member: b.Member, Role: b.Role}
-	return membershipPlan(r, st, spaces.TypeMemberAdded, spaces.MembershipPayload{Member: b.Member, Role: b.Role}, http.StatusCreated, answer), 1, nil
+	return membershipPlan(eventstore.AddMember(st, b.Member, b.Role), http.StatusCreated, answer), 1, nil
 }
 
 // removedAnswer is the answer to removing a member, or leaving.
@@ -173,51 +169,41 @@ type removedAnswer struct {
 	Removed bool   `json:"removed"`
 }
 
-func removeMember(_ *Handler, r *mutation.Request) (mutation.Plan[syncevent.Event], int, error) {
+func removeMember(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change], int, error) {
 	st, err := stream(r)
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	member, err := url.PathUnescape(r.PathParams["memberId"])
 	if err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, errcode.Invalid("memberId is not a percent-encoded user id", errcode.Field{Field: "memberId"})
+		return mutation.Plan[eventstore.Change]{}, 0, errcode.Invalid("memberId is not a percent-encoded user id", errcode.Field{Field: "memberId"})
 	}
 	if err := checkMember(member); err != nil {
-		return mutation.Plan[syncevent.Event]{}, 0, err
+		return mutation.Plan[eventstore.Change]{}, 0, err
 	}
 	answer := removedAnswer{Space: r.PathParams["spaceId"], Member: member, Removed: true}
-	return membershipPlan(r, st, spaces.TypeMemberRemoved, spaces.MembershipPayload{Member: member}, http.StatusOK, answer), 1, nil
+	return membershipPlan(eventstore.RemoveMember(st, member), http.StatusOK, answer), 1, nil
 }
 
 func checkMember(m string) error {
-	if n := utf8.RuneCountInString(m); n < 1 || n > maxMemberLen || !utf8.ValidString(m) || spaces.IsStream(m) || spaceCaller(m) != nil {
+	if n := utf8.RuneCountInString(m); n < 1 || n > maxMemberLen || !utf8.ValidString(m) || eventstore.IsSpaceStream(m) || spaceCaller(m) != nil {
 		return errcode.Invalid(fmt.Sprintf("member must be a user id: 1 to %d characters", maxMemberLen), errcode.Field{Field: "member"})
 	}
 	return nil
 }
 
-// membershipPlan commits one membership change: an event of a reserved
-// type at the space's next position, whose commit the event log guards
-// (package eventlog, spaces), answered with status and answer.
-func membershipPlan(r *mutation.Request, st, typ string, p spaces.MembershipPayload, status int, answer any) mutation.Plan[syncevent.Event] {
-	return mutation.Plan[syncevent.Event]{
-		Execute: func(_ context.Context, now time.Time) (idempotency.Execution[syncevent.Event], error) {
-			payload, err := json.Marshal(p)
-			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, err
-			}
+// membershipPlan commits one membership change, answered with status and
+// answer.
+func membershipPlan(change eventstore.Change, status int, answer any) mutation.Plan[eventstore.Change] {
+	return mutation.Plan[eventstore.Change]{
+		Execute: func(context.Context, time.Time) (idempotency.Execution[eventstore.Change], error) {
 			body, err := json.Marshal(answer)
 			if err != nil {
-				return idempotency.Execution[syncevent.Event]{}, err
+				return idempotency.Execution[eventstore.Change]{}, err
 			}
-			at := now.Truncate(time.Millisecond)
-			ev := syncevent.Event{
-				UserID: st, ID: uuid.NewString(), Type: typ, OccurredAt: at.UTC().Format(syncevent.TimestampLayout),
-				ReceivedAt: at, Payload: payload,
-			}
-			return idempotency.Execution[syncevent.Event]{
+			return idempotency.Execution[eventstore.Change]{
 				Response: idempotency.Response{StatusCode: status, Body: body},
-				Writes:   []syncevent.Event{ev},
+				Writes:   []eventstore.Change{change},
 			}, nil
 		},
 		// The event's id is new: its condition cannot fail but by a UUID
@@ -241,10 +227,10 @@ func (h *Handler) listSpaces(ctx context.Context, r *request) (events.APIGateway
 		return h.fail(err, method)
 	}
 	if listed == nil {
-		listed = []spaces.Listing{}
+		listed = []eventstore.SpaceListing{}
 	}
 	b, err := json.Marshal(struct {
-		Spaces []spaces.Listing `json:"spaces"`
+		Spaces []eventstore.SpaceListing `json:"spaces"`
 	}{listed})
 	if err != nil {
 		return h.fail(err, method)
@@ -272,7 +258,7 @@ func (h *Handler) listSpaceEvents(ctx context.Context, r *request) (events.APIGa
 	return h.page(ctx, r, caller, st, func(ctx context.Context) error {
 		_, member, err := h.events.Role(ctx, st, caller)
 		if err == nil && !member {
-			err = spaces.ErrNotMember
+			err = eventstore.ErrNotMember
 		}
 		return err
 	})

@@ -13,11 +13,9 @@ import (
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventlog"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/spaces"
 )
 
 // NewFromConfig builds the DynamoDB client from cfg, once per execution
@@ -42,7 +40,7 @@ type Output struct {
 	// Accepted, where the configuration has the busy-space path on
 	// (config.Config.SequencedSpaceWrites), is told of the stream of
 	// each write accepted, to sequence it: make run and the tests give a
-	// sequencer.Worker's Wake. Nil (the Lambda), no one in the process is
+	// eventstore.Worker's Wake. Nil (the Lambda), no one in the process is
 	// told: the sequencer function reads the accepts off the table's
 	// stream.
 	Accepted func(stream string)
@@ -62,11 +60,11 @@ var envelope = mutation.Options{
 // either, as no mutation of the API runs a step.
 func statuses() map[errcode.Code]int {
 	s := map[errcode.Code]int{
-		errcode.Conflict:      0,
-		errcode.KeyInProgress: 0,
-		EventAlreadyExists:    http.StatusConflict,
-		CallerIDUnsupported:   http.StatusForbidden,
-		eventlog.StorageFull:  http.StatusConflict,
+		errcode.Conflict:       0,
+		errcode.KeyInProgress:  0,
+		EventAlreadyExists:     http.StatusConflict,
+		CallerIDUnsupported:    http.StatusForbidden,
+		eventstore.StorageFull: http.StatusConflict,
 	}
 	for c, st := range spaceStatuses {
 		s[c] = st
@@ -86,7 +84,7 @@ const maxReadLimitUsers = 4096
 func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	client = ddb.WithCallStats(client)
 	changes := ratelimit.Bucket{Rate: float64(cfg.ChangesPerSecond), Burst: float64(cfg.ChangesBurst)}
-	events := eventlog.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable), changes)
+	events := eventstore.New(client, cfg.EventsTable, dynamodbstore.New(client, cfg.IdempotencyTable), changes)
 	if cfg.SequencedSpaceWrites {
 		events.AcceptWhenContended(out.Accepted) // nil: the stream's consumer sequences
 	}
@@ -107,21 +105,5 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 		refusals = ratelimit.Bucket{}
 	}
 	refused := ratelimit.NewLimiter(refusals, maxReadLimitUsers)
-	reader := eventReader{events, eventtable.Table{Client: client, Name: cfg.EventsTable}}
-	return &Handler{mutations: runner, batches: batches, events: reader, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
-}
-
-// eventReader is the events table as the handler reads it: the log's
-// events, and the spaces' members and listings.
-type eventReader struct {
-	*eventlog.Log
-	table eventtable.Table
-}
-
-func (r eventReader) Role(ctx context.Context, stream, user string) (string, bool, error) {
-	return spaces.Role(ctx, r.table, stream, user)
-}
-
-func (r eventReader) Spaces(ctx context.Context, user string) ([]spaces.Listing, error) {
-	return spaces.List(ctx, r.table, user)
+	return &Handler{mutations: runner, batches: batches, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
 }

@@ -32,10 +32,9 @@ import (
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/devserver"
 	"github.com/sync-events/sync-events/internal/metrics"
-	"github.com/sync-events/sync-events/internal/sequencer"
 )
 
 // Harness is the real handler on a real DynamoDB-compatible backend: one
@@ -48,7 +47,7 @@ type Harness struct {
 	cfg config.Config
 	// sequencer, when set (NewSequenced), sequences what every
 	// environment on the backend accepts.
-	sequencer *sequencer.Worker
+	sequencer *eventstore.Worker
 	// accepts, when set (NewAccepting), counts every environment's accepts.
 	accepts *atomic.Int64
 
@@ -99,16 +98,16 @@ func (hs *Harness) Output() api.Output {
 }
 
 // NewSequenced is New with the busy-space path on
-// (eventlog.Log.AcceptWhenContended) in every environment of the
+// (eventstore.Store.AcceptWhenContended) in every environment of the
 // backend, and one sequencer for them all, on the backend's client (its
 // calls counted, its faults injected), as the poke function is one
-// consumer of the table's stream deployed.
+// consumer of the table's change feed deployed.
 func NewSequenced(t testing.TB) *Harness {
 	t.Helper()
 	hs := &Harness{T: t, B: ddbtest.Start(t)}
 	hs.cfg = TablesConfig(hs.B.Tables)
 	hs.cfg.SequencedSpaceWrites = true
-	hs.sequencer = sequencer.NewWorker(eventtable.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, nil)
+	hs.sequencer = eventstore.NewWorker(eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}, nil)
 	t.Cleanup(hs.sequencer.Close)
 	hs.Rewire()
 	return hs
@@ -242,7 +241,7 @@ func NewLimited(t testing.TB, changesPerSecond, changesBurst, readsPerSecond, re
 
 // NewAcceptingLimited is NewAccepting with each user's mutations limited
 // to the rate and burst given: at the head, each stream's; accepted, each
-// member's (eventlog's accept limit).
+// member's (eventstore's accept limit).
 func NewAcceptingLimited(t testing.TB, changesPerSecond, changesBurst int) *Harness {
 	t.Helper()
 	hs := NewAccepting(t)
@@ -358,7 +357,7 @@ func (hs *Harness) Get(user string, query map[string]string) events.APIGatewayV2
 func (hs *Harness) Stored() map[string][]string {
 	out := map[string][]string{}
 	for _, ev := range hs.B.StoredEvents(hs.T) {
-		out[ev.UserID] = append(out[ev.UserID], ev.ID)
+		out[ev.Stream] = append(out[ev.Stream], ev.ID)
 	}
 	for _, ids := range out {
 		sort.Strings(ids)

@@ -12,8 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // BusySpace makes a space of an owner and members writers, then has
@@ -75,16 +74,16 @@ func (hs *Harness) BusySpace(members int, accepts int64) (spaceID string, answer
 
 // YieldHead makes the head of the space spaceID give way for d, as the
 // sequencer does while it places the space's events
-// (eventtable.Head.YieldUntil): every write to it that may be accepted
+// (eventstore.Head.YieldUntil): every write to it that may be accepted
 // is, whichever environment takes it.
 func (hs *Harness) YieldHead(spaceID string, d time.Duration) {
 	hs.T.Helper()
 	_, err := hs.B.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(hs.B.Tables.Events),
-		Key:                       eventtable.Key(spaces.Stream(spaceID), eventtable.HeadID),
+		Key:                       eventstore.Key(eventstore.SpaceStream(spaceID), eventstore.HeadID),
 		UpdateExpression:          aws.String("SET #y = :until"),
-		ExpressionAttributeNames:  map[string]string{"#y": eventtable.AttrHeadYield},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventtable.Millis(time.Now().Add(d))},
+		ExpressionAttributeNames:  map[string]string{"#y": eventstore.AttrHeadYield},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventstore.Millis(time.Now().Add(d))},
 	})
 	if err != nil {
 		hs.T.Fatal(err)

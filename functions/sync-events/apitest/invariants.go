@@ -135,7 +135,7 @@ func (hs *Harness) CheckInvariants(rec *Recorder) {
 
 	stored := map[string]map[string]int{}
 	for _, ev := range hs.B.StoredEvents(hs.T) {
-		u, id := ev.UserID, ev.ID
+		u, id := ev.Stream, ev.ID
 		if stored[u] == nil {
 			stored[u] = map[string]int{}
 		}

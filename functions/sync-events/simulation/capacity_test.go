@@ -14,9 +14,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // On-demand prices, us-east-1, as docs/performance.md cites them: dollars
@@ -266,8 +264,8 @@ func TestCapacityUnitsOfABusySpace(t *testing.T) {
 
 	hs.B.Transport.Reset()
 	capacity.Reset()
-	tb := eventtable.Table{Client: client, Name: hs.B.Tables.Events}
-	placed, err := sequencer.Drain(context.Background(), tb, spaces.Stream(spaceID))
+	tb := eventstore.Table{Client: client, Name: hs.B.Tables.Events}
+	placed, err := tb.Drain(context.Background(), eventstore.SpaceStream(spaceID))
 	if err != nil {
 		t.Fatal(err)
 	}

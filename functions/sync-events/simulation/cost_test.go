@@ -18,7 +18,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -112,7 +112,7 @@ func TestDevicesOfOneUserWritingAtOnce(t *testing.T) {
 			byPosition := map[uint64]string{}
 			var stored []string
 			for _, ev := range hs.B.StoredEvents(t) {
-				if ev.UserID != user {
+				if ev.Stream != user {
 					continue
 				}
 				stored = append(stored, ev.ID)
@@ -336,17 +336,17 @@ func BenchmarkCatchUp(b *testing.B) {
 // log, 50 to a transaction, as a batch would.
 func seedEvents(b *testing.B, hs *apitest.Harness, user string, n int) {
 	b.Helper()
-	log := eventlog.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(hs.B.Client, hs.B.Tables.Events, hs.B.Ledger(), ratelimit.Bucket{})
 	now := time.Now().UTC()
 	for done := 0; done < n; {
 		batch := make([]syncevent.Event, min(50, n-done))
 		for i := range batch {
-			batch[i] = syncevent.Event{UserID: user, ID: uuid.NewString(), Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
+			batch[i] = syncevent.Event{Stream: user, ID: uuid.NewString(), Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
 				ReceivedAt: now, Payload: []byte(`{"noteId":"n-1842","title":"Groceries","items":["milk","eggs"],"done":false}`)}
 		}
 		rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "-", StatusCode: 201, ResponseBody: []byte(`{}`),
 			Method: "POST", Route: "/seed", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := log.Commit(context.Background(), rec, batch, now); err != nil {
+		if err := log.Commit(context.Background(), rec, []eventstore.Change{eventstore.Append(batch...)}, now); err != nil {
 			b.Fatal(err)
 		}
 		done += len(batch)

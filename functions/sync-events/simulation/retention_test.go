@@ -13,7 +13,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/retention"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -69,7 +69,7 @@ func pullersMissNothingTrimmed(t *testing.T, tg target) {
 	hs := tg.hs
 	envs := hs.Environments(3)
 	hs.B.Transport.Inject(ddbtest.Fault{Op: "TransactWriteItems", Kind: ddbtest.Delayed, Delay: 200 * time.Millisecond, Times: 1 << 30})
-	trimmer := retention.NewTable(hs.B.Client, hs.B.Tables.Events)
+	trimmer := eventstore.Table{Client: hs.B.Client, Name: hs.B.Tables.Events}
 
 	var sent sync.Map
 	var writing sync.WaitGroup

@@ -15,7 +15,7 @@ import (
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // spaceCall sends a request to path of a space, as user, retrying a 503
@@ -43,9 +43,9 @@ func pullSpace(t *testing.T, hs *apitest.Harness, spaceID, user string) []apites
 }
 
 // membership is the payload of a membership change.
-func membership(t *testing.T, ev apitest.ListedEvent) spaces.MembershipPayload {
+func membership(t *testing.T, ev apitest.ListedEvent) eventstore.MembershipPayload {
 	t.Helper()
-	var p spaces.MembershipPayload
+	var p eventstore.MembershipPayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ func pullersMissNothing(t *testing.T, tg target) {
 func storedInCommitOrder(t *testing.T, hs *apitest.Harness, user string) []syncevent.Event {
 	var evs []syncevent.Event
 	for _, ev := range hs.B.StoredEvents(t) {
-		if ev.UserID == user {
+		if ev.Stream == user {
 			evs = append(evs, ev)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
 	"github.com/sync-events/sync-events/functions/sync-events/apitest"
-	"github.com/sync-events/sync-events/internal/spaces"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // target is a stream a simulation writes and pulls: a user's own, whose
@@ -77,7 +77,7 @@ func spaceTarget(t *testing.T, hs *apitest.Harness, writers int) target {
 			t.Fatalf("add: %d %s", resp.StatusCode, resp.Body)
 		}
 	}
-	return target{hs: hs, stream: spaces.Stream(spaceID), path: "/api/v1/spaces/" + spaceID + "/events",
+	return target{hs: hs, stream: eventstore.SpaceStream(spaceID), path: "/api/v1/spaces/" + spaceID + "/events",
 		writer: func(w int) string { return fmt.Sprintf("w%d", w) }, reader: "owner", before: 1 + writers}
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/embedded"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
@@ -63,7 +63,7 @@ func (b *Backend) Ledger() *dynamodbstore.Store { return dynamodbstore.New(b.Cli
 
 // StoredEvents is every event in the events table, as stored.
 func (b *Backend) StoredEvents(t testing.TB) []syncevent.Event {
-	return readAll(t, eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{}).All)
+	return readAll(t, eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{}).All)
 }
 
 // LedgerRecords is every record in the ledger table, as stored.

@@ -10,7 +10,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore/dynamotest"
 	"github.com/sync-events/sync-events/internal/config"
 	"github.com/sync-events/sync-events/internal/ddb"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // localTables are the table names local tools use when the environment
@@ -64,12 +64,12 @@ func (l *Local) Close() {
 }
 
 // EnsureTables creates the service's tables that do not exist yet, from
-// the one definition of each (dynamodbstore's ledger, eventlog's events),
+// the one definition of each (dynamodbstore's ledger, eventstore's events),
 // waits for them to be active and turns on the ledger's TTL. It is for
 // local and test backends; in AWS the template creates the tables.
 func EnsureTables(ctx context.Context, client *dynamodb.Client, names ddb.TableNames) error {
 	if err := dynamodbstore.CreateTable(ctx, client, dynamodbstore.TableInput(names.Ledger), dynamodbstore.TTLInput(names.Ledger)); err != nil {
 		return err
 	}
-	return dynamodbstore.CreateTable(ctx, client, eventtable.TableInput(names.Events), nil)
+	return dynamodbstore.CreateTable(ctx, client, eventstore.TableInput(names.Events), nil)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sync-events/sync-events/internal/headstream"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/local/streamfeed"
 )
 
@@ -31,7 +31,7 @@ func TestTheHeadFilterPassesHeadWritesOnly(t *testing.T) {
 		{events.DynamoDBEventRecord{EventName: "INSERT"}, false},
 	} {
 		var got int
-		m := &streamfeed.Mapping{Filter: headstream.Filter, BatchSize: 10, Function: func(_ context.Context, ev events.DynamoDBEvent) error {
+		m := &streamfeed.Mapping{Filter: eventstore.HeadRecordFilter, BatchSize: 10, Function: func(_ context.Context, ev events.DynamoDBEvent) error {
 			got += len(ev.Records)
 			return nil
 		}}

@@ -1,4 +1,4 @@
-package sequencer
+package eventstore
 
 import (
 	"context"
@@ -7,17 +7,15 @@ import (
 	"time"
 
 	"github.com/sync-events/sync-events/idempotency"
-	"github.com/sync-events/sync-events/internal/eventtable"
 )
 
-// Worker drains streams in the background when told of an accept, in
-// the process that accepts them: make run's and the tests' sequencer
-// (deployed, the sequencer function runs Handle on the table's stream
-// instead). One Worker serves a process;
-// a Wake while its stream drains makes one more drain after it, so no
-// accept is missed and wakes do not pile up.
+// Worker drains streams in the background when told of an accept, in the
+// process that accepts them: make run's and the tests' sequencer (deployed, the
+// sequencer function runs HandleAccepted on the table's change feed instead).
+// One Worker serves a process; a Wake while its stream drains makes one more
+// drain after it, so no accept is missed and wakes do not pile up.
 type Worker struct {
-	t   eventtable.Table
+	t   Table
 	log *slog.Logger
 	ctx context.Context
 
@@ -48,7 +46,7 @@ func (w *Worker) Placed() int {
 }
 
 // NewWorker is a Worker over t, logging failed drains to log (nil: none).
-func NewWorker(t eventtable.Table, log *slog.Logger) *Worker {
+func NewWorker(t Table, log *slog.Logger) *Worker {
 	ctx, stop := context.WithCancel(context.Background())
 	w := &Worker{t: t, log: log, ctx: ctx, stop: stop, state: map[string]int{}}
 	w.idle = sync.NewCond(&w.mu)
@@ -76,7 +74,7 @@ func (w *Worker) Wake(stream string) {
 var retry = idempotency.Backoff{Base: 10 * time.Millisecond, Max: time.Second}
 
 func (w *Worker) run(stream string) {
-	var head *eventtable.Head // as the last drain left it: the next reads none
+	var head *Head // as the last drain left it: the next reads none
 	for attempt := 0; ; {
 		n, last, err := drain(w.ctx, w.t, stream, head)
 		head = last

@@ -1,7 +1,7 @@
-package eventlog_test
+package eventstore_test
 
-// Reads across retention's floor: the trims are package retention's
-// (Table.Trim), what a read finds after them this package's.
+// Trims below a stream's floor (Table.Trim), and what a read finds
+// across it after them.
 
 import (
 	"context"
@@ -17,9 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/retention"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -65,7 +64,7 @@ func putFloor(t *testing.T, b *ddbtest.Backend, stream string, seq uint64) {
 	putNumbers(t, b, stream, "floor", map[string]uint64{"seq": seq})
 }
 
-func readSeqs(t *testing.T, log *eventlog.Log, stream string, after uint64) ([]uint64, error) {
+func readSeqs(t *testing.T, log *eventstore.Store, stream string, after uint64) ([]uint64, error) {
 	t.Helper()
 	var got []uint64
 	for ev, err := range log.Read(context.Background(), stream, syncevent.At(after), 3) {
@@ -90,8 +89,8 @@ func seqRange(from, to uint64) []uint64 {
 // stays is read from the start as the stream.
 func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	tests := []struct {
 		name       string
 		stored     []uint64
@@ -146,8 +145,8 @@ func TestTrimRemovesTheOldestEventsAndKeepsTheNewest(t *testing.T) {
 // the floor, still just ends the read.
 func TestReadAcrossTheFloor(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	const stream = "floor-reader"
 	for _, seq := range []uint64{1, 2, 3, 4, 5, 6, 8} { // 7 not visible yet
 		putAt(t, b, stream, seq)
@@ -171,7 +170,7 @@ func TestReadAcrossTheFloor(t *testing.T) {
 	for _, tt := range tests {
 		got, err := readSeqs(t, log, stream, tt.after)
 		if tt.expired {
-			if !errors.Is(err, eventlog.ErrCursorExpired) || len(got) > 0 {
+			if !errors.Is(err, eventstore.ErrCursorExpired) || len(got) > 0 {
 				t.Errorf("read after %d: %v, %v; want CURSOR_EXPIRED and nothing", tt.after, got, err)
 			}
 			continue
@@ -187,8 +186,8 @@ func TestReadAcrossTheFloor(t *testing.T) {
 // floor still read what is there.
 func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	const stream = "cut-off"
 	putStream(t, b, stream, 6)
 	// What a trim leaves when it stops between raising the floor to 3
@@ -204,7 +203,7 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 	if got, err := readSeqs(t, log, stream, 0); err != nil || !slices.Equal(got, seqRange(4, 6)) {
 		t.Fatalf("read from the start: %v, %v", got, err)
 	}
-	if _, err := readSeqs(t, log, stream, 1); !errors.Is(err, eventlog.ErrCursorExpired) {
+	if _, err := readSeqs(t, log, stream, 1); !errors.Is(err, eventstore.ErrCursorExpired) {
 		t.Fatalf("read after 1: %v, want CURSOR_EXPIRED", err)
 	}
 }
@@ -215,7 +214,7 @@ func TestATrimCutOffIsFinishedByTheNext(t *testing.T) {
 // among the leftovers reads on through what is there.
 func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	tests := []struct {
 		name   string
 		stored []uint64
@@ -246,7 +245,7 @@ func TestReadFromTheStartWhileATrimDeletes(t *testing.T) {
 // rest; a limit of 0 deletes and records nothing.
 func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 	b := ddbtest.Start(t)
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	const stream = "limited"
 	putStream(t, b, stream, 8)
 	putFloor(t, b, stream, 5) // cut off before deleting 1..5
@@ -261,7 +260,7 @@ func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 	}
 	left := 0
 	for _, ev := range b.StoredEvents(t) {
-		if ev.UserID == stream {
+		if ev.Stream == stream {
 			left++
 			if ev.Position.Seq <= 5 {
 				t.Errorf("event %d, at or below the floor, is still stored", ev.Position.Seq)
@@ -278,8 +277,8 @@ func TestATrimStoppedByItsLimitRecordsOnlyWhatItDeleted(t *testing.T) {
 // new events read from the start.
 func TestATrimOfAnErasedStreamLeavesNoFloor(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
-	trim := retention.NewTable(b.Client, b.Tables.Events)
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	trim := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	for name, head := range map[string]uint64{"no head": 0, "begun again": 2} {
 		t.Run(name, func(t *testing.T) {
 			stream := "erased-" + strings.ReplaceAll(name, " ", "-")

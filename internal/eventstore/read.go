@@ -1,4 +1,4 @@
-package eventlog
+package eventstore
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -37,7 +36,7 @@ import (
 // returns fewer when DynamoDB's 1 MB cap cuts it short, and the next one
 // carries on from there), with strong consistency, so that an event a
 // client was just answered 201 for is there.
-func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error] {
+func (l *Store) Read(ctx context.Context, userID string, after syncevent.Position, batch int) iter.Seq2[syncevent.Event, error] {
 	// The user id comes from the caller, never the cursor: a cursor can
 	// only move within the caller's own events. Sort keys are unique per
 	// user, so "greater than" starts just after the position; from the
@@ -50,10 +49,10 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(l.t.Name),
-		IndexName:                 aws.String(eventtable.ByReceivedIndex),
+		IndexName:                 aws.String(ByReceivedIndex),
 		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":u": eventtable.S(userID), ":after": eventtable.S(bound)},
+		ExpressionAttributeNames:  map[string]string{"#u": attrStream, "#rk": attrPosition},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(userID), ":after": S(bound)},
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(int32(batch)),
 	}
@@ -68,7 +67,7 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 		// before it deletes).
 		floorRead := after.IsStart()
 		if floorRead {
-			f, err := l.t.ReadFloor(ctx, userID)
+			f, err := l.t.readFloor(ctx, userID)
 			if err != nil {
 				yield(syncevent.Event{}, err)
 				return
@@ -83,7 +82,7 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 				return
 			}
 			for _, item := range out.Items {
-				ev, err := eventtable.DecodeEvent(item)
+				ev, err := decodeEvent(item)
 				if err != nil {
 					yield(syncevent.Event{}, err)
 					return
@@ -120,21 +119,21 @@ func (l *Log) Read(ctx context.Context, userID string, after syncevent.Position,
 // reading with strong consistency: at most 100 ids, one BatchGetItem, and
 // again, after a jittered backoff, for any keys it leaves unprocessed
 // (DynamoDB does under load, and asks for a backoff).
-func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string, error) {
+func (l *Store) Stored(ctx context.Context, userID string, ids []string) ([]string, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
-		keys[i] = map[string]types.AttributeValue{eventtable.AttrStream: eventtable.S(userID), eventtable.AttrID: eventtable.S(id)}
+		keys[i] = map[string]types.AttributeValue{attrStream: S(userID), attrID: S(id)}
 	}
 	found := map[string]bool{}
 	req := map[string]types.KeysAndAttributes{l.t.Name: {Keys: keys, ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("#id"),
-		ExpressionAttributeNames: map[string]string{"#id": eventtable.AttrID}}}
-	err := eventtable.UntilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
+		ExpressionAttributeNames: map[string]string{"#id": attrID}}}
+	err := untilProcessed(ctx, "read stored events", len(keys) > 0, func() (bool, error) {
 		out, err := l.t.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 		if err != nil {
 			return false, err
 		}
 		for _, item := range out.Responses[l.t.Name] {
-			if id, ok := item[eventtable.AttrID].(*types.AttributeValueMemberS); ok {
+			if id, ok := item[attrID].(*types.AttributeValueMemberS); ok {
 				found[id.Value] = true
 			}
 		}
@@ -150,7 +149,7 @@ func (l *Log) Stored(ctx context.Context, userID string, ids []string) ([]string
 // All reads every sequenced event of every user, as stored, with strong
 // consistency: for tests and operators, never a request's path. Items
 // that are not events are passed over.
-func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
+func (l *Store) All(ctx context.Context) ([]syncevent.Event, error) {
 	var all []syncevent.Event
 	in := &dynamodb.ScanInput{TableName: aws.String(l.t.Name), ConsistentRead: aws.Bool(true)}
 	for {
@@ -159,10 +158,10 @@ func (l *Log) All(ctx context.Context) ([]syncevent.Event, error) {
 			return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 		}
 		for _, item := range page.Items {
-			if _, ok := item[eventtable.AttrPosition]; !ok || eventtable.IsPending(item) {
+			if _, ok := item[attrPosition]; !ok || isPending(item) {
 				continue // a head, a floor, a space's meta or member item; an event not yet sequenced
 			}
-			ev, err := eventtable.DecodeEvent(item)
+			ev, err := decodeEvent(item)
 			if err != nil {
 				return nil, fmt.Errorf("scan %s: %w", l.t.Name, err)
 			}
@@ -184,8 +183,8 @@ var ErrCursorExpired = errcode.New("CURSOR_EXPIRED",
 // belowFloor is ErrCursorExpired when the event at position missing, not
 // found where a read expected it, was trimmed (it is at or below stream's
 // floor), and nil when it is only not visible yet.
-func (l *Log) belowFloor(ctx context.Context, stream string, missing uint64) error {
-	f, err := l.t.ReadFloor(ctx, stream)
+func (l *Store) belowFloor(ctx context.Context, stream string, missing uint64) error {
+	f, err := l.t.readFloor(ctx, stream)
 	if err != nil {
 		return err
 	}
@@ -193,4 +192,16 @@ func (l *Log) belowFloor(ctx context.Context, stream string, missing uint64) err
 		return ErrCursorExpired
 	}
 	return nil
+}
+
+// Role is user's role in the space of stream, read with strong
+// consistency; found is false when they are not a member.
+func (l *Store) Role(ctx context.Context, stream, user string) (role string, found bool, _ error) {
+	return l.t.Role(ctx, stream, user)
+}
+
+// Spaces lists user's spaces, by id, with their role, with strong
+// consistency.
+func (l *Store) Spaces(ctx context.Context, user string) ([]SpaceListing, error) {
+	return l.t.Spaces(ctx, user)
 }

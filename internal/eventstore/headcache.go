@@ -1,10 +1,8 @@
-package eventlog
+package eventstore
 
 import (
 	"sync"
 	"time"
-
-	"github.com/sync-events/sync-events/internal/eventtable"
 )
 
 // maxHeadCacheBytes bounds the heads an environment remembers, counted as
@@ -27,7 +25,7 @@ type headCache struct {
 	mu       sync.Mutex
 	maxBytes int
 	bytes    int
-	heads    map[string]eventtable.Head
+	heads    map[string]Head
 	// busy is, for a space whose head a commit found moved, until when
 	// its writes are accepted rather than committed at the head.
 	busy map[string]time.Time
@@ -63,16 +61,16 @@ func (c *headCache) contend(stream string, until time.Time) {
 const maxBusy = 1024
 
 func newHeadCache(maxBytes int) *headCache {
-	return &headCache{maxBytes: maxBytes, heads: map[string]eventtable.Head{}, busy: map[string]time.Time{}}
+	return &headCache{maxBytes: maxBytes, heads: map[string]Head{}, busy: map[string]time.Time{}}
 }
 
-func (c *headCache) get(user string) eventtable.Head {
+func (c *headCache) get(user string) Head {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.heads[user]
 }
 
-func (c *headCache) put(user string, h eventtable.Head) {
+func (c *headCache) put(user string, h Head) {
 	size := len(user) + headEntryOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,5 +1,5 @@
-// Package sequencer gives a space's accepted events their positions. An
-// accept (package eventlog) stores an event under a pending key, below
+// Sequencing: giving a space's accepted events their positions. An
+// accept (accept in commit.go) stores an event under a pending key, below
 // every position, with the writer's role check and a count of their
 // pending events on their member item, and touches no head, so writers
 // to one busy space do not fail on each other. A pass here reads the
@@ -9,14 +9,13 @@
 // the head past them. A sequenced event is an ordinary event: reads,
 // cursors and retention never see the difference.
 //
-// It owns the pass; Handle, which the sequencer function (functions/
-// sequencer) runs on the table's stream, filtered to accepts (Filter);
-// Sweep, which it runs on a schedule for what no record brought; and an
-// in-process Worker that runs passes when told of an accept, for
-// make run and the tests, whose backends may write no stream records. It
-// does not own the pending keys (package eventtable) nor the member items
-// (package spaces).
-package sequencer
+// HandleAccepted is what the sequencer function (functions/sequencer)
+// runs on the table's change feed, filtered to accepts
+// (AcceptedRecordFilter); Sweep, what it runs on a schedule for what no
+// record brought; Worker runs passes in process when told of an accept,
+// for make run and the tests, whose backends may write no change-feed records.
+
+package eventstore
 
 import (
 	"context"
@@ -30,8 +29,6 @@ import (
 
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventtable"
-	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -39,18 +36,14 @@ import (
 // and each member's count take one each) and 4 MB, kept under with room
 // for the head and the counts.
 const (
-	maxActions = 100
-	maxBytes   = 3 << 20
+	maxPassActions = 100
+	maxPassBytes   = 3 << 20
 )
 
-// maxHeadAttempts bounds the passes made again at a head that other
-// commits keep moving.
-const maxHeadAttempts = 8
-
 // yieldFor is how long the head gives way to passes after each one that
-// places events (eventtable.Head.YieldUntil): as long as an environment
-// keeps accepting a space's writes once it found them contended (package
-// eventlog), so that a busy space's writers stay on the accept path while
+// places events (Head.YieldUntil): as long as an environment
+// keeps accepting a space's writes once it found them contended
+// (contendedFor), so that a busy space's writers stay on the accept path while
 // the sequencer places, instead of taking the head from it between
 // accepts.
 const yieldFor = time.Second
@@ -61,25 +54,40 @@ const yieldFor = time.Second
 // its last pass read the front is another drain's, woken by its own
 // accept. Any number of Drains may run at once on one stream: every
 // write is conditioned, so they cost each other calls, never a position.
-func Drain(ctx context.Context, t eventtable.Table, stream string) (int, error) {
+func (t Table) Drain(ctx context.Context, stream string) (int, error) {
 	placed, _, err := drain(ctx, t, stream, nil)
 	return placed, err
 }
 
-// PassForHead is Pass for a commit at the head that waits on it (a
-// removal waiting for the member's accepted events to be placed): it
-// returns the head as the pass left it (ok false: not known), so that the
-// commit is made at it, not at the head it knew before. A pass that lost
-// the head to other passes is no failure here, and it does not try again:
-// they place the same events, and the waiting commit reads whether
-// enough were.
-func PassForHead(ctx context.Context, t eventtable.Table, stream string) (head eventtable.Head, ok bool, err error) {
+// passForHead is one pass for a removal waiting for the member's accepted
+// events to be placed: it returns the head as the pass left it (ok false:
+// not known). A pass that lost the head to other passes is no failure
+// here, and it does not try again: they place the same events, and the
+// removal reads the member's count to know whether enough were.
+func passForHead(ctx context.Context, t Table, stream string) (head Head, ok bool, err error) {
 	_, _, last, err := pass(ctx, t, stream, nil, 1)
 	if errors.Is(err, idempotency.ErrTransactionConflict) {
-		return eventtable.Head{}, false, nil
+		return Head{}, false, nil
 	}
 	if err != nil || last == nil {
-		return eventtable.Head{}, false, err
+		return Head{}, false, err
+	}
+	return *last, true, nil
+}
+
+// drainForHead is Drain for a commit at the head that waits on it (a
+// removal waiting for the member's accepted events to be placed): it
+// returns the head as the drain left it (ok false: not known), so that
+// the commit is made at it, not at the head it knew before. A drain that
+// lost the head to other passes is no failure here: they place the same
+// events, and the commit's own condition tells whether enough were.
+func drainForHead(ctx context.Context, t Table, stream string) (head Head, ok bool, err error) {
+	_, last, err := drain(ctx, t, stream, nil)
+	if errors.Is(err, idempotency.ErrTransactionConflict) {
+		return Head{}, false, nil
+	}
+	if err != nil || last == nil {
+		return Head{}, false, err
 	}
 	return *last, true, nil
 }
@@ -88,7 +96,7 @@ func PassForHead(ctx context.Context, t eventtable.Table, stream string) (head e
 // the head as its last pass left it: each pass after the first starts
 // from the head the one before wrote, so that a busy space's passes read
 // no head, only their front.
-func drain(ctx context.Context, t eventtable.Table, stream string, head *eventtable.Head) (placed int, last *eventtable.Head, err error) {
+func drain(ctx context.Context, t Table, stream string, head *Head) (placed int, last *Head, err error) {
 	for {
 		n, more, next, err := pass(ctx, t, stream, head, maxHeadAttempts)
 		placed, head = placed+n, next
@@ -98,26 +106,22 @@ func drain(ctx context.Context, t eventtable.Table, stream string, head *eventta
 	}
 }
 
-// Pass sequences the pending events at the front of stream, whole
+// pass sequences the pending events at the front of stream, whole
 // requests of them, as many as one transaction holds, and returns how
 // many it placed (0: none pending).
 //
 // The first pass of a burst to find events pending makes the head give
-// way to passes (eventtable.Head.YieldUntil) before it places them, and
+// way to passes (Head.YieldUntil) before it places them, and
 // each pass that places events keeps it so: writes that would take the
 // head from under the pass are accepted instead, and a pass rarely loses
 // the head. A pass that finds nothing pending writes nothing.
-func Pass(ctx context.Context, t eventtable.Table, stream string) (int, error) {
-	n, _, _, err := pass(ctx, t, stream, nil, maxHeadAttempts)
-	return n, err
-}
-
-// pass is Pass from known, the head as last seen (nil: read it), in at
-// most attempts transactions, reporting too whether more events were
+//
+// It starts from known, the head as last seen (nil: read it), makes at
+// most attempts transactions, and reports too whether more events were
 // pending behind those it placed when it read them, and the head as it
 // left it (nil: not known).
-func pass(ctx context.Context, t eventtable.Table, stream string, known *eventtable.Head, attempts int) (placed int, more bool, _ *eventtable.Head, err error) {
-	var head eventtable.Head
+func pass(ctx context.Context, t Table, stream string, known *Head, attempts int) (placed int, more bool, _ *Head, err error) {
+	var head Head
 	if known != nil {
 		head = *known
 	} else if head, err = t.ReadHead(ctx, stream); err != nil {
@@ -131,7 +135,7 @@ func pass(ctx context.Context, t eventtable.Table, stream string, known *eventta
 		// Something to place: the head gives way first, if it does not
 		// already, so that no write takes it from under this pass.
 		if !head.YieldUntil.After(time.Now()) {
-			if head, err = yield(ctx, t, stream); err != nil {
+			if head, err = yieldHead(ctx, t, stream); err != nil {
 				return 0, false, nil, err
 			}
 		}
@@ -164,15 +168,15 @@ type pending struct {
 // front reads stream's pending events in the order accepted, whole
 // requests of them, within one transaction's limits, and whether more
 // were pending behind them.
-func front(ctx context.Context, t eventtable.Table, stream string) (taken []pending, more bool, err error) {
+func front(ctx context.Context, t Table, stream string) (taken []pending, more bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(t.Name),
-		IndexName:                 aws.String(eventtable.ByReceivedIndex),
+		IndexName:                 aws.String(ByReceivedIndex),
 		KeyConditionExpression:    aws.String("#u = :u AND begins_with(#rk, :pending)"),
-		ExpressionAttributeNames:  map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":u": eventtable.S(stream), ":pending": eventtable.S(eventtable.PendingPrefix)},
+		ExpressionAttributeNames:  map[string]string{"#u": attrStream, "#rk": attrPosition},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":u": S(stream), ":pending": S(PendingPrefix)},
 		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(maxActions),
+		Limit:                     aws.Int32(maxPassActions),
 	}
 	var request []pending
 	var requestBytes, bytes int
@@ -184,7 +188,7 @@ func front(ctx context.Context, t eventtable.Table, stream string) (taken []pend
 		if !authors[request[0].author] {
 			newAuthors = 1
 		}
-		return len(taken)+len(request)+len(authors)+newAuthors+1 <= maxActions && bytes+requestBytes <= maxBytes
+		return len(taken)+len(request)+len(authors)+newAuthors+1 <= maxPassActions && bytes+requestBytes <= maxPassBytes
 	}
 	// takeRequest moves the request read so far to what is taken, if it fits.
 	takeRequest := func() bool {
@@ -206,11 +210,11 @@ func front(ctx context.Context, t eventtable.Table, stream string) (taken []pend
 			return nil, false, dynamodbstore.Classify(fmt.Errorf("query pending events: %w", err))
 		}
 		for _, item := range page.Items {
-			p, size, err := decode(item)
+			p, size, err := decodePending(item)
 			if err != nil {
 				return nil, false, err
 			}
-			key, _ := eventtable.PendingRequest(p.key)
+			key, _ := pendingRequest(p.key)
 			if key != requestKey {
 				if !takeRequest() {
 					return taken, true, nil
@@ -230,14 +234,14 @@ func front(ctx context.Context, t eventtable.Table, stream string) (taken []pend
 	}
 }
 
-// decode reads a pending event item and about its size.
-func decode(item map[string]types.AttributeValue) (pending, int, error) {
+// decodePending reads a pending event item and about its size.
+func decodePending(item map[string]types.AttributeValue) (pending, int, error) {
 	var p pending
 	size := 0
-	for name, into := range map[string]*string{eventtable.AttrID: &p.id, eventtable.AttrPosition: &p.key, eventtable.AttrAuthor: &p.author} {
+	for name, into := range map[string]*string{attrID: &p.id, attrPosition: &p.key, attrAuthor: &p.author} {
 		v, ok := item[name].(*types.AttributeValueMemberS)
 		if !ok {
-			return pending{}, 0, fmt.Errorf("%w: a pending event lacks %s", eventtable.ErrBadItem, name)
+			return pending{}, 0, fmt.Errorf("%w: a pending event lacks %s", errBadItem, name)
 		}
 		*into = v.Value
 	}
@@ -256,19 +260,19 @@ func decode(item map[string]types.AttributeValue) (pending, int, error) {
 // each conditioned on still being pending; their members' counts taken
 // back; the head moved past them, conditioned on being at head. It
 // returns the head it wrote.
-func place(ctx context.Context, t eventtable.Table, stream string, head eventtable.Head, batch []pending) (eventtable.Head, error) {
+func place(ctx context.Context, t Table, stream string, head Head, batch []pending) (Head, error) {
 	writes := make([]types.TransactWriteItem, 0, len(batch)+2)
 	counts := map[string]int{}
 	var authors []string
 	for i, p := range batch {
 		writes = append(writes, types.TransactWriteItem{Update: &types.Update{
 			TableName:                aws.String(t.Name),
-			Key:                      eventtable.Key(stream, p.id),
+			Key:                      Key(stream, p.id),
 			UpdateExpression:         aws.String("SET #rk = :p REMOVE #ps"),
 			ConditionExpression:      aws.String("#rk = :pending"),
-			ExpressionAttributeNames: map[string]string{"#rk": eventtable.AttrPosition, "#ps": eventtable.AttrPendingShard},
+			ExpressionAttributeNames: map[string]string{"#rk": attrPosition, "#ps": attrPendingShard},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":p": eventtable.S(syncevent.At(head.Seq + uint64(i) + 1).SortKey()), ":pending": eventtable.S(p.key),
+				":p": S(syncevent.At(head.Seq + uint64(i) + 1).SortKey()), ":pending": S(p.key),
 			},
 		}})
 		if counts[p.author] == 0 {
@@ -277,9 +281,9 @@ func place(ctx context.Context, t eventtable.Table, stream string, head eventtab
 		counts[p.author]++
 	}
 	for _, a := range authors {
-		writes = append(writes, spaces.Placed(t, stream, a, counts[a]))
+		writes = append(writes, placedWrite(t, stream, a, counts[a]))
 	}
-	next := eventtable.Head{Seq: head.Seq + uint64(len(batch)), Bucket: head.Bucket, YieldUntil: time.Now().Add(yieldFor)}
+	next := Head{Seq: head.Seq + uint64(len(batch)), Bucket: head.Bucket, YieldUntil: time.Now().Add(yieldFor)}
 	writes = append(writes, t.MoveHead(stream, head.Seq, next, time.Time{}))
 	_, err := t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	return next, err
@@ -288,37 +292,37 @@ func place(ctx context.Context, t eventtable.Table, stream string, head eventtab
 // headAfter is the head a cancelled pass found: as the failure returned
 // it, or read again where the backend returns no item (or the head was
 // not what failed).
-func headAfter(ctx context.Context, t eventtable.Table, stream string, c *types.TransactionCanceledException) (eventtable.Head, error) {
+func headAfter(ctx context.Context, t Table, stream string, c *types.TransactionCanceledException) (Head, error) {
 	reasons := c.CancellationReasons
 	if len(reasons) > 0 {
 		last := reasons[len(reasons)-1]
 		if aws.ToString(last.Code) == "ConditionalCheckFailed" && len(last.Item) > 0 {
-			return eventtable.DecodeHead(last.Item)
+			return decodeHead(last.Item)
 		}
 	}
 	return t.ReadHead(ctx, stream)
 }
 
-// yield makes stream's head give way to passes for yieldFor, leaving
+// yieldHead makes stream's head give way to passes for yieldFor, leaving
 // its position and bucket as they are, and returns it: writes that may
 // be accepted fail at it meanwhile, and are accepted. A stream with no
 // head yet is left so.
-func yield(ctx context.Context, t eventtable.Table, stream string) (eventtable.Head, error) {
+func yieldHead(ctx context.Context, t Table, stream string) (Head, error) {
 	out, err := t.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.Name),
-		Key:                       eventtable.Key(stream, eventtable.HeadID),
+		Key:                       Key(stream, HeadID),
 		UpdateExpression:          aws.String("SET #yield = :until"),
 		ConditionExpression:       aws.String("attribute_exists(#seq)"),
-		ExpressionAttributeNames:  map[string]string{"#yield": eventtable.AttrHeadYield, "#seq": eventtable.AttrSeq},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":until": eventtable.Millis(time.Now().Add(yieldFor))},
+		ExpressionAttributeNames:  map[string]string{"#yield": AttrHeadYield, "#seq": attrSeq},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":until": Millis(time.Now().Add(yieldFor))},
 		ReturnValues:              types.ReturnValueAllNew,
 	})
 	var noHead *types.ConditionalCheckFailedException
 	if errors.As(err, &noHead) {
-		return eventtable.Head{}, nil
+		return Head{}, nil
 	}
 	if err != nil {
-		return eventtable.Head{}, dynamodbstore.Classify(fmt.Errorf("make the head give way: %w", err))
+		return Head{}, dynamodbstore.Classify(fmt.Errorf("make the head give way: %w", err))
 	}
-	return eventtable.DecodeHead(out.Attributes)
+	return decodeHead(out.Attributes)
 }

@@ -1,4 +1,4 @@
-package eventtable_test
+package eventstore_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventtable"
+	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
 // A head move is refused unless the head is where the writer thinks, and
@@ -19,7 +19,7 @@ import (
 // accepted, are not. Each case runs on the backend under test.
 func TestMoveHeadYieldsOnlyWhatMayBeAccepted(t *testing.T) {
 	b := ddbtest.Start(t)
-	tbl := eventtable.Table{Client: b.Client, Name: b.Tables.Events}
+	tbl := eventstore.Table{Client: b.Client, Name: b.Tables.Events}
 	ctx := context.Background()
 	now := time.UnixMilli(1_800_000_000_000)
 	move := func(w types.TransactWriteItem) error {
@@ -28,24 +28,24 @@ func TestMoveHeadYieldsOnlyWhatMayBeAccepted(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		head    eventtable.Head // as stored before the move
+		head    eventstore.Head // as stored before the move
 		from    uint64
 		yieldAt time.Time
 		moves   bool
 	}{
-		{"at the head, nothing yielding", eventtable.Head{Seq: 3}, 3, now, true},
-		{"behind the head", eventtable.Head{Seq: 3}, 2, time.Time{}, false},
-		{"yielding, a write that may be accepted", eventtable.Head{Seq: 3, YieldUntil: now.Add(time.Second)}, 3, now, false},
-		{"yielding, a write that may not", eventtable.Head{Seq: 3, YieldUntil: now.Add(time.Second)}, 3, time.Time{}, true},
-		{"yielding until now", eventtable.Head{Seq: 3, YieldUntil: now}, 3, now, true},
-		{"yielding no more", eventtable.Head{Seq: 3, YieldUntil: now.Add(-time.Millisecond)}, 3, now, true},
+		{"at the head, nothing yielding", eventstore.Head{Seq: 3}, 3, now, true},
+		{"behind the head", eventstore.Head{Seq: 3}, 2, time.Time{}, false},
+		{"yielding, a write that may be accepted", eventstore.Head{Seq: 3, YieldUntil: now.Add(time.Second)}, 3, now, false},
+		{"yielding, a write that may not", eventstore.Head{Seq: 3, YieldUntil: now.Add(time.Second)}, 3, time.Time{}, true},
+		{"yielding until now", eventstore.Head{Seq: 3, YieldUntil: now}, 3, now, true},
+		{"yielding no more", eventstore.Head{Seq: 3, YieldUntil: now.Add(-time.Millisecond)}, 3, now, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			stream := "s-" + t.Name()
 			if err := move(tbl.MoveHead(stream, 0, c.head, time.Time{})); err != nil {
 				t.Fatalf("storing the head: %v", err)
 			}
-			err := move(tbl.MoveHead(stream, c.from, eventtable.Head{Seq: c.from + 1}, c.yieldAt))
+			err := move(tbl.MoveHead(stream, c.from, eventstore.Head{Seq: c.from + 1}, c.yieldAt))
 			var cancelled *types.TransactionCanceledException
 			if c.moves != (err == nil) || (err != nil && !errors.As(err, &cancelled)) {
 				t.Fatalf("moved: %v, want %v", err, c.moves)
@@ -56,7 +56,7 @@ func TestMoveHeadYieldsOnlyWhatMayBeAccepted(t *testing.T) {
 			}
 			want := c.head
 			if c.moves {
-				want = eventtable.Head{Seq: c.from + 1}
+				want = eventstore.Head{Seq: c.from + 1}
 			}
 			if got.Seq != want.Seq || !got.YieldUntil.Equal(want.YieldUntil) {
 				t.Errorf("head %+v, want %+v", got, want)

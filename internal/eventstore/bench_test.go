@@ -1,4 +1,4 @@
-package eventlog_test
+package eventstore_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -24,10 +24,10 @@ func BenchmarkCommitAtStoredEvents(b *testing.B) {
 	for _, stored := range []int{0, 5_000, 20_000} {
 		b.Run(fmt.Sprintf("stored=%d", stored), func(b *testing.B) {
 			be := ddbtest.Start(b)
-			log := eventlog.New(be.Client, be.Tables.Events, be.Ledger(), ratelimit.Bucket{})
+			log := eventstore.New(be.Client, be.Tables.Events, be.Ledger(), ratelimit.Bucket{})
 			commit := func(n int) error {
 				rec, evs := mutation(fmt.Sprintf("user-%02d", n%20))
-				return log.Commit(context.Background(), rec, evs, rec.CreatedAt)
+				return log.Commit(context.Background(), rec, []eventstore.Change{eventstore.Append(evs...)}, rec.CreatedAt)
 			}
 			seed(b, stored, commit)
 			b.ResetTimer()
@@ -63,7 +63,7 @@ func seed(b *testing.B, n int, commit func(int) error) {
 // mutation is what POST commits for a small event of user's.
 func mutation(user string) (idempotency.Record, []syncevent.Event) {
 	now := time.Now().UTC()
-	ev := syncevent.Event{ID: uuid.NewString(), UserID: user, Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
+	ev := syncevent.Event{ID: uuid.NewString(), Stream: user, Type: "note.created", OccurredAt: "2026-12-02T14:03:00Z",
 		Payload: []byte(`{"title":"Groceries"}`), ReceivedAt: now.Truncate(time.Millisecond)}
 	rec := idempotency.Record{UserID: user, Key: uuid.NewString(), PayloadHash: "0123456789abcdef", StatusCode: 201,
 		ResponseBody: ev.CreatedBody(), Method: "POST", Route: "/api/v1/sync/events", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}

@@ -1,4 +1,4 @@
-package sequencer
+package eventstore
 
 import (
 	"context"
@@ -11,11 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventtable"
 )
 
 // SweepAfter is how long an accepted event waits before a sweep takes it
-// as left behind: a stream record reaches the sequencer function in well
+// as left behind: a change-feed record reaches the sequencer function in well
 // under a second, and a failed batch is retried by the event source
 // mapping; a sweep drains what a batch given up (or a record never
 // delivered) left pending.
@@ -23,21 +22,21 @@ const SweepAfter = time.Minute
 
 // Sweep drains every stream with an event accepted before cutoff still
 // pending, found in the table's index of pending events
-// (eventtable.PendingIndex), shard after shard. Its Report counts the
+// (PendingIndex), shard after shard. Its SequenceReport counts the
 // streams found (Streams) and the events placed; Records is how many
 // index entries were read.
-func Sweep(ctx context.Context, t eventtable.Table, cutoff time.Time) (Report, error) {
-	var rep Report
+func (t Table) Sweep(ctx context.Context, cutoff time.Time) (SequenceReport, error) {
+	var rep SequenceReport
 	var streams []string
 	seen := map[string]bool{}
-	before := eventtable.PendingBefore(cutoff)
-	for shard := range eventtable.PendingShards {
+	before := pendingBefore(cutoff)
+	for shard := range pendingShards {
 		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(t.Name),
-			IndexName:                 aws.String(eventtable.PendingIndex),
+			IndexName:                 aws.String(PendingIndex),
 			KeyConditionExpression:    aws.String("#ps = :shard AND #rk < :before"),
-			ExpressionAttributeNames:  map[string]string{"#ps": eventtable.AttrPendingShard, "#rk": eventtable.AttrPosition},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": eventtable.S(strconv.Itoa(shard)), ":before": eventtable.S(before)},
+			ExpressionAttributeNames:  map[string]string{"#ps": attrPendingShard, "#rk": attrPosition},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": S(strconv.Itoa(shard)), ":before": S(before)},
 		}
 		for {
 			page, err := t.Client.Query(ctx, in)
@@ -46,7 +45,7 @@ func Sweep(ctx context.Context, t eventtable.Table, cutoff time.Time) (Report, e
 			}
 			rep.Records += len(page.Items)
 			for _, item := range page.Items {
-				s, ok := item[eventtable.AttrStream].(*types.AttributeValueMemberS)
+				s, ok := item[attrStream].(*types.AttributeValueMemberS)
 				if ok && !seen[s.Value] {
 					seen[s.Value] = true
 					streams = append(streams, s.Value)

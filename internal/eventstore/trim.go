@@ -1,4 +1,4 @@
-package retention
+package eventstore
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
@@ -25,36 +24,28 @@ import (
 // never reads as empty, and a read that finds its next position missing
 // finds a later one (Read).
 
-// Table trims the streams of one events table.
-type Table struct{ t eventtable.Table }
-
-// NewTable is the Table of the events table called name.
-func NewTable(client *dynamodb.Client, name string) *Table {
-	return &Table{eventtable.Table{Client: client, Name: name}}
-}
-
 // raiseFloor sets the floor item's attribute name to n unless it is at n
 // or above already (another trim got there first), and only while the
 // stream's head is above n: the floor stays below the newest event, and a
 // trim that read a stream since erased and begun again (its head back
 // near 0) leaves no floor over the new events. ok is false when the head
 // refused: nothing may be deleted then.
-func (l *Table) raiseFloor(ctx context.Context, stream, name string, n uint64) (ok bool, _ error) {
-	_, err := l.t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+func (t Table) raiseFloor(ctx context.Context, stream, name string, n uint64) (ok bool, _ error) {
+	_, err := t.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{ConditionCheck: &types.ConditionCheck{
-			TableName:                 aws.String(l.t.Name),
-			Key:                       eventtable.Key(stream, eventtable.HeadID),
+			TableName:                 aws.String(t.Name),
+			Key:                       Key(stream, HeadID),
 			ConditionExpression:       aws.String("attribute_exists(#s) AND #s > :n"),
-			ExpressionAttributeNames:  map[string]string{"#s": eventtable.AttrSeq},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventtable.N(n)},
+			ExpressionAttributeNames:  map[string]string{"#s": attrSeq},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": N(n)},
 		}},
 		{Update: &types.Update{
-			TableName:                 aws.String(l.t.Name),
-			Key:                       eventtable.Key(stream, eventtable.FloorID),
+			TableName:                 aws.String(t.Name),
+			Key:                       Key(stream, floorID),
 			UpdateExpression:          aws.String("SET #n = :n"),
 			ConditionExpression:       aws.String("attribute_not_exists(#n) OR #n < :n"),
 			ExpressionAttributeNames:  map[string]string{"#n": name},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":n": eventtable.N(n)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": N(n)},
 		}},
 	}})
 	if err == nil {
@@ -93,26 +84,26 @@ type TrimResult struct {
 // meanwhile (a read from below the new floor is refused with
 // ErrCursorExpired once its next event is gone). A trimmed event's id is
 // free again in its stream.
-func (l *Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error) {
-	f, err := l.t.ReadFloor(ctx, stream)
+func (t Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit int) (TrimResult, error) {
+	f, err := t.readFloor(ctx, stream)
 	if err != nil {
 		return TrimResult{}, err
 	}
-	doomed, to, gone, err := l.trimmable(ctx, stream, f, cutoff, limit)
+	doomed, to, gone, err := t.trimmable(ctx, stream, f, cutoff, limit)
 	if err != nil {
 		return TrimResult{}, err
 	}
 	if to > f.Seq {
-		ok, err := l.raiseFloor(ctx, stream, eventtable.AttrSeq, to)
+		ok, err := t.raiseFloor(ctx, stream, attrSeq, to)
 		if err != nil || !ok {
 			return TrimResult{Floor: f.Seq}, err // the stream was erased meanwhile
 		}
 	}
-	if err := l.deleteEvents(ctx, stream, doomed); err != nil {
+	if err := t.deleteEvents(ctx, stream, doomed); err != nil {
 		return TrimResult{}, err
 	}
 	if gone > f.Trimmed {
-		if _, err := l.raiseFloor(ctx, stream, eventtable.AttrTrimmed, gone); err != nil {
+		if _, err := t.raiseFloor(ctx, stream, attrTrimmed, gone); err != nil {
 			return TrimResult{}, err
 		}
 	}
@@ -125,18 +116,18 @@ func (l *Table) Trim(ctx context.Context, stream string, cutoff time.Time, limit
 // that has a successor, up to limit in all. to is the floor after them;
 // gone is how far every event will be gone once they are deleted: to,
 // unless the limit stopped it among the leftovers below f.Seq.
-func (l *Table) trimmable(ctx context.Context, stream string, f eventtable.Floor, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
+func (t Table) trimmable(ctx context.Context, stream string, f floorItem, cutoff time.Time, limit int) (ids []string, to, gone uint64, _ error) {
 	to, gone = f.Seq, f.Trimmed
 	if limit <= 0 {
 		return nil, to, gone, nil
 	}
 	in := &dynamodb.QueryInput{
-		TableName:                aws.String(l.t.Name),
-		IndexName:                aws.String(eventtable.ByReceivedIndex),
+		TableName:                aws.String(t.Name),
+		IndexName:                aws.String(ByReceivedIndex),
 		KeyConditionExpression:   aws.String("#u = :u AND #rk BETWEEN :after AND :last"),
-		ExpressionAttributeNames: map[string]string{"#u": eventtable.AttrStream, "#rk": eventtable.AttrPosition, "#id": eventtable.AttrID},
+		ExpressionAttributeNames: map[string]string{"#u": attrStream, "#rk": attrPosition, "#id": attrID},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":u": eventtable.S(stream), ":after": eventtable.S(syncevent.At(f.Trimmed + 1).SortKey()), ":last": eventtable.S(syncevent.At(1<<63 - 1).SortKey()),
+			":u": S(stream), ":after": S(syncevent.At(f.Trimmed + 1).SortKey()), ":last": S(syncevent.At(1<<63 - 1).SortKey()),
 		},
 		ProjectionExpression: aws.String("#id, #rk, received_at"),
 		ConsistentRead:       aws.Bool(true),
@@ -154,7 +145,7 @@ func (l *Table) trimmable(ctx context.Context, stream string, f eventtable.Floor
 	var prev *trimCandidate
 	var last uint64
 	for {
-		out, err := l.t.Client.Query(ctx, in)
+		out, err := t.Client.Query(ctx, in)
 		if err != nil {
 			return nil, 0, 0, dynamodbstore.Classify(fmt.Errorf("query events to trim: %w", err))
 		}
@@ -192,43 +183,43 @@ type trimCandidate struct {
 
 func decodeCandidate(item map[string]types.AttributeValue) (trimCandidate, error) {
 	var c trimCandidate
-	id, ok1 := item[eventtable.AttrID].(*types.AttributeValueMemberS)
-	rk, ok2 := item[eventtable.AttrPosition].(*types.AttributeValueMemberS)
-	at, ok3 := item[eventtable.AttrReceivedAt].(*types.AttributeValueMemberS)
+	id, ok1 := item[attrID].(*types.AttributeValueMemberS)
+	rk, ok2 := item[attrPosition].(*types.AttributeValueMemberS)
+	at, ok3 := item[attrReceivedAt].(*types.AttributeValueMemberS)
 	if !ok1 || !ok2 || !ok3 {
-		return c, fmt.Errorf("%w: an event to trim lacks its id, position or receive time", eventtable.ErrBadItem)
+		return c, fmt.Errorf("%w: an event to trim lacks its id, position or receive time", errBadItem)
 	}
 	pos, err := syncevent.ParseSortKey(rk.Value)
 	if err != nil {
-		return c, fmt.Errorf("%w: received_key: %w", eventtable.ErrBadItem, err)
+		return c, fmt.Errorf("%w: received_key: %w", errBadItem, err)
 	}
 	received, err := time.Parse(syncevent.TimestampLayout, at.Value)
 	if err != nil {
-		return c, fmt.Errorf("%w: received_at: %w", eventtable.ErrBadItem, err)
+		return c, fmt.Errorf("%w: received_at: %w", errBadItem, err)
 	}
 	return trimCandidate{id: id.Value, seq: pos.Seq, received: received}, nil
 }
 
 // deleteEvents deletes stream's events ids, 25 to a BatchWriteItem, again
 // after a backoff for any DynamoDB leaves unprocessed.
-func (l *Table) deleteEvents(ctx context.Context, stream string, ids []string) error {
+func (t Table) deleteEvents(ctx context.Context, stream string, ids []string) error {
 	for len(ids) > 0 {
 		n := min(len(ids), 25)
 		reqs := make([]types.WriteRequest, n)
 		for i, id := range ids[:n] {
 			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{
-				Key: eventtable.Key(stream, id),
+				Key: Key(stream, id),
 			}}
 		}
 		ids = ids[n:]
-		req := map[string][]types.WriteRequest{l.t.Name: reqs}
-		err := eventtable.UntilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
-			out, err := l.t.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
+		req := map[string][]types.WriteRequest{t.Name: reqs}
+		err := untilProcessed(ctx, "delete trimmed events", true, func() (bool, error) {
+			out, err := t.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
 			if err != nil {
 				return false, err
 			}
 			req = out.UnprocessedItems
-			return len(req[l.t.Name]) > 0, nil
+			return len(req[t.Name]) > 0, nil
 		})
 		if err != nil {
 			return err

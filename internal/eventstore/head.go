@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"context"
@@ -10,21 +10,21 @@ import (
 
 // ReadHead reads stream's head with strong consistency.
 func (t Table) ReadHead(ctx context.Context, stream string) (Head, error) {
-	item, err := t.Get(ctx, stream, HeadID, "the head")
+	item, err := t.get(ctx, stream, HeadID, "the head")
 	if err != nil {
 		return Head{}, err
 	}
-	return DecodeHead(item)
+	return decodeHead(item)
 }
 
-// HeadFrom is the head a failed condition returned (item), or, from a
+// headFrom is the head a failed condition returned (item), or, from a
 // backend that returns no item with a failed transactional condition,
 // the head read again.
-func (t Table) HeadFrom(ctx context.Context, stream string, item map[string]types.AttributeValue) (Head, error) {
+func (t Table) headFrom(ctx context.Context, stream string, item map[string]types.AttributeValue) (Head, error) {
 	if len(item) == 0 {
 		return t.ReadHead(ctx, stream)
 	}
-	return DecodeHead(item)
+	return decodeHead(item)
 }
 
 // MoveHead is the write that moves stream's head from sequence number
@@ -36,15 +36,15 @@ func (t Table) HeadFrom(ctx context.Context, stream string, item map[string]type
 func (t Table) MoveHead(stream string, from uint64, next Head, yieldAt time.Time) types.TransactWriteItem {
 	put := &types.Put{
 		TableName:                           aws.String(t.Name),
-		Item:                                EncodeHead(stream, next),
-		ExpressionAttributeNames:            map[string]string{"#id": AttrID},
+		Item:                                encodeHead(stream, next),
+		ExpressionAttributeNames:            map[string]string{"#id": attrID},
 		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if from == 0 {
 		return types.TransactWriteItem{Put: put}
 	}
-	put.ExpressionAttributeNames = map[string]string{"#seq": AttrSeq}
+	put.ExpressionAttributeNames = map[string]string{"#seq": attrSeq}
 	put.ConditionExpression = aws.String("#seq = :from")
 	put.ExpressionAttributeValues = map[string]types.AttributeValue{":from": N(from)}
 	if !yieldAt.IsZero() {

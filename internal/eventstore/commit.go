@@ -1,8 +1,18 @@
-package eventlog
+// Commits at a stream's head. Each stream (a user's own, or a space's)
+// has a head item holding the sequence number of its last committed
+// event, and the token bucket that limits the rate of commits (tokens,
+// refilled_ms), written together under the head's condition. A commit of
+// n events writes them at head+1 … head+n and moves the head from head to
+// head+n under the condition that it is still at head, in the same
+// transaction as the key's ledger record: sequence numbers are handed out
+// in commit order with no gaps, and no event can commit at or below one
+// already committed. No event can be written without moving the head, and
+// a read stops before the first position that does not follow the last.
+
+package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,18 +26,14 @@ import (
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
-	"github.com/sync-events/sync-events/internal/deletion"
-	"github.com/sync-events/sync-events/internal/eventtable"
 	"github.com/sync-events/sync-events/internal/ratelimit"
-	"github.com/sync-events/sync-events/internal/sequencer"
-	"github.com/sync-events/sync-events/internal/spaces"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
 
-// Log is the events table called table, committed with the records of
+// Store is the events table called table, committed with the records of
 // ledger.
-type Log struct {
-	t       eventtable.Table
+type Store struct {
+	t       Table
 	ledger  *dynamodbstore.Store
 	heads   *headCache
 	changes ratelimit.Bucket
@@ -45,7 +51,7 @@ type Log struct {
 // table's stream).
 // The user's own streams, membership changes and deletions always commit
 // at the head.
-func (l *Log) AcceptWhenContended(wake func(stream string)) {
+func (l *Store) AcceptWhenContended(wake func(stream string)) {
 	if wake == nil {
 		wake = func(string) {}
 	}
@@ -56,12 +62,12 @@ func (l *Log) AcceptWhenContended(wake func(stream string)) {
 // a commit there found the head moved.
 const contendedFor = time.Second
 
-var _ idempotency.Store[syncevent.Event] = (*Log)(nil)
+var _ idempotency.Store[Change] = (*Store)(nil)
 
-// New returns the Log of the events table called table. Each user's
+// New returns the Store of the events table called table. Each user's
 // commits are limited to the changes bucket (a zero Bucket is no limit).
-func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, changes ratelimit.Bucket) *Log {
-	return &Log{t: eventtable.Table{Client: client, Name: table}, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
+func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, changes ratelimit.Bucket) *Store {
+	return &Store{t: Table{Client: client, Name: table}, ledger: ledger, heads: newHeadCache(maxHeadCacheBytes), changes: changes}
 }
 
 // maxHeadAttempts bounds the attempts of one Commit against a head other
@@ -69,19 +75,24 @@ func New(client *dynamodb.Client, table string, ledger *dynamodbstore.Store, cha
 // flow retries after a backoff.
 const maxHeadAttempts = 8
 
-// StorageFull is the code of ErrStorageFull, an error code of the events
+// StorageFull is the code of errStorageFull, an error code of the events
 // API's own.
 const StorageFull errcode.Code = "USER_STORAGE_FULL"
 
-// ErrStorageFull is the answer when a user's events reach DynamoDB's item
+// errStorageFull is the answer when a user's events reach DynamoDB's item
 // collection limit.
-var ErrStorageFull = errcode.New(StorageFull,
+var errStorageFull = errcode.New(StorageFull,
 	"This user's stored events have reached the service's storage limit; nothing was stored, and retrying will not help until events are removed")
 
-// Commit stores evs at the next positions of rec.UserID's commit order,
-// each conditioned on its id being new for its user, with rec. A failed
-// event condition is an *idempotency.WriteConditionError whose indexes
-// are into evs.
+// Commit makes changes, exactly one Change, with rec: its events at the
+// next positions of its stream's commit order, each conditioned on its id
+// being new for its stream, with the guard its operation builds. It
+// returns what idempotency.Store's Commit returns; an event whose id is
+// stored already is an *idempotency.WriteConditionError whose indexes are
+// into the change's events (Append's, in the order given). The errors of
+// each operation are its constructor's (Append, Delete, CreateSpace,
+// AddMember, RemoveMember, Leave); any change may also be refused with
+// errRateLimited or errStorageFull.
 //
 // The environment remembers the last head it saw of each user, so that
 // the common case (a user's writes reaching an environment that saw their
@@ -92,42 +103,38 @@ var ErrStorageFull = errcode.New(StorageFull,
 //
 // Each commit takes a token of the user's bucket, kept on the head item
 // and written with it: a commit over the user's rate is refused with
-// ErrRateLimited, before anything is sent where the environment's head
+// errRateLimited, before anything is sent where the environment's head
 // is current (after the one call that finds it is not, otherwise), and
 // the limit costs no call and no capacity of its own. The token is taken
 // before the key's record is looked at, so a retry of a key already
 // stored, over the rate, is refused too, and answered once a token comes.
-func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
-	if len(evs) == 0 {
-		return errNoEvents
+func (l *Store) Commit(ctx context.Context, rec idempotency.Record, changes []Change, now time.Time) error {
+	if len(changes) != 1 {
+		return errOneChange
 	}
-	stream := evs[0].UserID
-	space := spaces.IsStream(stream)
+	stream := changes[0].stream
+	space := IsSpaceStream(stream)
 	if !space && stream != rec.UserID {
 		return errOtherStream
 	}
-	var g *eventtable.Guard
-	var err error
-	switch {
-	case evs[0].Type == syncevent.DeletedType:
-		g, err = deletion.Guard(ctx, l.t, stream, rec.UserID, evs)
-	case space:
-		g, err = spaces.Guard(ctx, l.t, stream, rec.UserID, evs)
-	}
+	g, evs, err := changes[0].op.plan(ctx, l.t, stream, rec.UserID, now)
 	if err != nil {
 		return err
 	}
-	acceptable := space && l.accepted != nil && !syncevent.Reserved(evs[0].Type)
+	if len(evs) == 0 {
+		return errNoEvents
+	}
+	acceptable := l.accepted != nil && g.mayBeAccepted()
 	if acceptable && l.heads.contended(stream, now) {
 		return l.accept(ctx, rec, evs, now)
 	}
-	extra := g.Count()
+	extra := g.count()
 	n := uint64(len(evs))
 	h := l.heads.get(stream)
-	if g != nil && g.NewStream != nil {
-		h = eventtable.Head{}
+	if g != nil && g.newStream != nil {
+		h = Head{}
 	}
-	leaving := false // a removal's member marked leaving (markLeaving)
+	leaving := false // a removal has marked its member leaving (whilePending)
 	for attempt := 1; ; attempt++ {
 		bucket, wait, ok := l.changes.Take(h.Bucket, now)
 		if !ok {
@@ -137,22 +144,19 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		// failed condition reports a refusal before a moved head.
 		writes := make([]types.TransactWriteItem, 0, extra+len(evs)+1)
 		if g != nil {
-			writes = append(writes, g.Writes...)
+			writes = append(writes, g.writes...)
 		}
 		for i, ev := range evs {
-			if ev.UserID != stream {
+			if ev.Stream != stream {
 				return errOtherStream
 			}
 			ev.Position = syncevent.At(h.Seq + uint64(i) + 1)
 			if space {
 				ev.Author = rec.UserID
 			}
-			if g != nil && g.Payload != nil {
-				ev.Payload = g.Payload
-			}
 			writes = append(writes, l.putNew(ev))
 		}
-		next := eventtable.Head{Seq: h.Seq + n, Bucket: bucket}
+		next := Head{Seq: h.Seq + n, Bucket: bucket}
 		// A write that may be accepted gives way to the sequencer's passes.
 		var yieldAt time.Time
 		if acceptable {
@@ -167,7 +171,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			}
 			return classify(err)
 		}
-		if first, ok := g.FirstFailed(failed.Indexes); ok {
+		if first, ok := g.firstFailed(failed.Indexes); ok {
 			if acceptable {
 				// The role check failed: most often on the writer's own
 				// pending events, in a space still busy. The accept checks
@@ -180,8 +184,8 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 				}
 				return err
 			}
-			err := g.Refusal(ctx, first)
-			if !errors.Is(err, spaces.ErrMemberPending) {
+			err := g.refusal(ctx, first)
+			if !errors.Is(err, errMemberPending) {
 				return err
 			}
 			// The member has accepted events not yet placed: this one
@@ -189,7 +193,7 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 			if attempt == maxHeadAttempts {
 				return fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
 			}
-			if h, err = l.awaitPlaced(ctx, evs[0], now, !leaving); err != nil {
+			if h, err = l.awaitMemberPlaced(ctx, g, stream, now, !leaving); err != nil {
 				return err
 			}
 			leaving = true
@@ -199,8 +203,8 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		if eventsFailed != nil {
 			return idempotency.RefusedAt(eventsFailed...)
 		}
-		if g != nil && g.NewStream != nil {
-			return g.NewStream
+		if g != nil && g.newStream != nil {
+			return g.newStream
 		}
 		if acceptable {
 			l.heads.contend(stream, now.Add(contendedFor))
@@ -209,73 +213,46 @@ func (l *Log) Commit(ctx context.Context, rec idempotency.Record, evs []synceven
 		if attempt == maxHeadAttempts {
 			return fmt.Errorf("%w: the head of the stream kept moving", idempotency.ErrTransactionConflict)
 		}
-		if h, err = l.t.HeadFrom(ctx, stream, headItem); err != nil {
+		if h, err = l.t.headFrom(ctx, stream, headItem); err != nil {
 			return err
 		}
 		l.heads.put(stream, h)
 	}
 }
 
-// awaitPlaced, for a removal refused because the member has accepted
-// events not yet placed, marks the member leaving (unless marked already),
-// so that their pending count can only come down, then places the space's
-// front, pass after pass, until that count is 0, and returns the head to
-// commit at. Its passes race the sequencer's, whose wins place the same
-// events: only the count says when to stop. Removals are rare; a busy
-// space's backlog is the wait, not the races.
-func (l *Log) awaitPlaced(ctx context.Context, ev syncevent.Event, now time.Time, mark bool) (eventtable.Head, error) {
-	var p spaces.MembershipPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil || p.Member == "" || ev.Type != syncevent.MemberRemovedType {
-		return eventtable.Head{}, fmt.Errorf("%w: a member has accepted events still being sequenced", idempotency.ErrTransactionConflict)
+// awaitMemberPlaced waits, for a commit refused because a member has
+// accepted events not yet placed, until they are, and returns the head to
+// commit at: a removal's guard stops the member's accepts (the first
+// time) and places the space's front until the member's count is 0;
+// another commit drains the stream once.
+func (l *Store) awaitMemberPlaced(ctx context.Context, g *guard, stream string, now time.Time, first bool) (Head, error) {
+	if g != nil && g.whilePending != nil {
+		return g.whilePending(ctx, now, first)
 	}
-	stream := ev.UserID
-	if mark {
-		if err := spaces.MarkLeaving(ctx, l.t, stream, p.Member, now); err != nil {
-			return eventtable.Head{}, err
-		}
+	drained, ok, err := drainForHead(ctx, l.t, stream)
+	if err != nil {
+		return Head{}, err
 	}
-	for deadline := time.Now().Add(maxPlacedWait); ; {
-		head, ok, err := sequencer.PassForHead(ctx, l.t, stream)
-		if err != nil {
-			return eventtable.Head{}, err
-		}
-		pending, err := spaces.Pending(ctx, l.t, stream, p.Member)
-		if err != nil {
-			return eventtable.Head{}, err
-		}
-		if !pending {
-			if !ok {
-				return l.t.ReadHead(ctx, stream)
-			}
-			return head, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return eventtable.Head{}, err
-		}
-		if time.Now().After(deadline) {
-			return eventtable.Head{}, fmt.Errorf("%w: the member's accepted events are still being sequenced", idempotency.ErrTransactionConflict)
-		}
+	if !ok {
+		return l.heads.get(stream), nil
 	}
+	return drained, nil
 }
-
-// maxPlacedWait bounds a removal's wait for the member's accepted events
-// to be placed; past it the request is a conflict, retried.
-const maxPlacedWait = 10 * time.Second
 
 // accept stores evs, a space's, under pending keys with rec and the
 // writer's role check, which counts them on their member item: no head is
 // read or moved, so accepts to one space do not fail on each other.
-func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
-	stream := evs[0].UserID
-	limit := acceptLimit(l.changes)
+func (l *Store) accept(ctx context.Context, rec idempotency.Record, evs []syncevent.Event, now time.Time) error {
+	stream := evs[0].Stream
+	limit := acceptLimitOf(l.changes)
 	var from int64 // the member's window as found, when it has passed
 	for attempt := 1; ; attempt++ {
 		writes := make([]types.TransactWriteItem, 0, len(evs)+1)
-		writes = append(writes, spaces.AcceptCheck(l.t, stream, rec.UserID, len(evs), now, limit, from))
+		writes = append(writes, acceptCheck(l.t, stream, rec.UserID, len(evs), now, limit, from))
 		for i, ev := range evs {
 			ev.Author = rec.UserID
-			key := eventtable.PendingKey(now, evs[0].ID, i)
-			writes = append(writes, l.put(eventtable.EncodePending(ev, key)))
+			key := PendingKey(now, evs[0].ID, i)
+			writes = append(writes, l.put(encodePending(ev, key)))
 		}
 		err := l.ledger.Commit(ctx, rec, writes, now)
 		var failed *dynamodbstore.ConditionFailedError
@@ -292,17 +269,17 @@ func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []synceven
 			}
 			return idempotency.RefusedAt(refused...)
 		}
-		err = spaces.WhyNotAccepted(ctx, l.t, stream, rec.UserID, limit, now)
-		var passed *spaces.AcceptWindowPassedError
+		err = whyNotAccepted(ctx, l.t, stream, rec.UserID, limit, now)
+		var passed *acceptWindowPassedError
 		switch {
 		case errors.As(err, &passed) && attempt == 1:
 			from = passed.From // the count starts over in this window
 			continue
-		case errors.Is(err, spaces.ErrAcceptsLimited):
-			return rateLimited(limit.Ends(now).Sub(now))
-		case errors.Is(err, spaces.ErrMemberPending), errors.As(err, &passed):
+		case errors.Is(err, errAcceptsLimited):
+			return rateLimited(limit.ends(now).Sub(now))
+		case errors.Is(err, errMemberPending), errors.As(err, &passed):
 			// A member in a role that may write, refused: being removed
-			// (spaces.MarkLeaving), or counted in a window that moved
+			// (markMemberLeaving), or counted in a window that moved
 			// meanwhile. Retried, it is answered once the removal
 			// commits, or the mark lapses.
 			return fmt.Errorf("%w: the writer is being removed from the space", idempotency.ErrTransactionConflict)
@@ -311,64 +288,68 @@ func (l *Log) accept(ctx context.Context, rec idempotency.Record, evs []synceven
 	}
 }
 
-// acceptLimit is each member's limit on a busy space's accepts, from the
+// acceptLimitOf is each member's limit on a busy space's accepts, from the
 // changes bucket: its burst in each window of burst/rate seconds, so the
 // same rate on average, in windows of a second at least (none when the
 // bucket is no limit).
-func acceptLimit(changes ratelimit.Bucket) spaces.AcceptLimit {
+func acceptLimitOf(changes ratelimit.Bucket) acceptLimit {
 	if changes.Rate <= 0 {
-		return spaces.AcceptLimit{}
+		return acceptLimit{}
 	}
 	window := changes.Burst / changes.Rate
 	if window < 1 {
-		return spaces.AcceptLimit{Window: time.Second, Max: int(math.Ceil(changes.Rate))}
+		return acceptLimit{Window: time.Second, Max: int(math.Ceil(changes.Rate))}
 	}
-	return spaces.AcceptLimit{Window: time.Duration(window * float64(time.Second)), Max: int(changes.Burst)}
+	return acceptLimit{Window: time.Duration(window * float64(time.Second)), Max: int(changes.Burst)}
 }
 
 // errOtherStream refuses events of a stream that is neither the caller's
 // own nor a space's, or of several streams in one commit.
-var errOtherStream = errors.New("eventlog: a commit's events are of the caller's own stream or of one space")
+var errOtherStream = errors.New("eventstore: a commit's events are of the caller's own stream or of one space")
 
-// ErrRateLimited is the answer to a commit over the user's rate; its
+// errRateLimited is the answer to a commit over the user's rate; its
 // RetryAfter says when the next token comes.
-var ErrRateLimited = errcode.New(errcode.RateLimited,
+var errRateLimited = errcode.New(errcode.RateLimited,
 	"Too many changes from this user: this request was not carried out; send it again with the same key after the time in Retry-After")
 
-// rateLimited is ErrRateLimited with the wait. It wraps nothing: a refusal
+// rateLimited is errRateLimited with the wait. It wraps nothing: a refusal
 // of the client's pace is no failure of the service, and is logged as a
 // refusal, not as an error.
 func rateLimited(wait time.Duration) error {
-	return &errcode.Error{Code: ErrRateLimited.Code, Message: ErrRateLimited.Message, RetryAfter: wait}
+	return &errcode.Error{Code: errRateLimited.Code, Message: errRateLimited.Message, RetryAfter: wait}
 }
 
 // errNoEvents refuses a commit of nothing: the head's condition is on its
 // sequence number alone, which such a commit would not move.
-var errNoEvents = errors.New("eventlog: a commit needs at least one event")
+var errNoEvents = errors.New("eventstore: a commit needs at least one event")
+
+// errOneChange refuses a commit of several changes, or none: each
+// request makes one.
+var errOneChange = errors.New("eventstore: a commit makes exactly one change")
 
 // classify adds what the ledger's store cannot know: a full item
 // collection here is a user's events.
 func classify(err error) error {
 	if errors.Is(err, dynamodbstore.ErrItemCollectionFull) {
-		return &errcode.Error{Code: ErrStorageFull.Code, Message: ErrStorageFull.Message, Err: err}
+		return &errcode.Error{Code: errStorageFull.Code, Message: errStorageFull.Message, Err: err}
 	}
 	return err
 }
 
 // putNew is the write that stores ev at ev.Position, conditioned on its id
 // being new for its user. Only Commit uses it, with the head's write.
-func (l *Log) putNew(ev syncevent.Event) types.TransactWriteItem {
-	return l.put(eventtable.EncodeEvent(ev))
+func (l *Store) putNew(ev syncevent.Event) types.TransactWriteItem {
+	return l.put(encodeEvent(ev))
 }
 
 // put is the write of an event item, conditioned on its id being new for
 // its stream.
-func (l *Log) put(item map[string]types.AttributeValue) types.TransactWriteItem {
+func (l *Store) put(item map[string]types.AttributeValue) types.TransactWriteItem {
 	return types.TransactWriteItem{Put: &types.Put{
 		TableName:                aws.String(l.t.Name),
 		Item:                     item,
 		ConditionExpression:      aws.String("attribute_not_exists(#id)"),
-		ExpressionAttributeNames: map[string]string{"#id": eventtable.AttrID},
+		ExpressionAttributeNames: map[string]string{"#id": attrID},
 	}}
 }
 
@@ -387,14 +368,14 @@ func splitHeadFailure(f *dynamodbstore.ConditionFailedError, extra, n int) (head
 	return headItem, events
 }
 
-// Get reads a ledger record.
-func (l *Log) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
+// get reads a ledger record.
+func (l *Store) Get(ctx context.Context, userID, key string) (idempotency.Record, bool, error) {
 	return l.ledger.Get(ctx, userID, key)
 }
 
 // Head reads userID's head with strong consistency: the sequence number of
 // the user's last committed event, 0 if none.
-func (l *Log) Head(ctx context.Context, userID string) (uint64, error) {
+func (l *Store) Head(ctx context.Context, userID string) (uint64, error) {
 	h, err := l.t.ReadHead(ctx, userID)
 	return h.Seq, err
 }

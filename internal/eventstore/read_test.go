@@ -1,4 +1,4 @@
-package eventlog_test
+package eventstore_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/internal/ddb/ddbtest"
-	"github.com/sync-events/sync-events/internal/eventlog"
+	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/ratelimit"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
@@ -41,7 +41,7 @@ func putAt(t *testing.T, b *ddbtest.Backend, user string, seq uint64) {
 // at the last event with no gap, and the predecessor is read when it shows.
 func TestReadStopsAtAGap(t *testing.T) {
 	b := ddbtest.Start(t)
-	log := eventlog.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
+	log := eventstore.New(b.Client, b.Tables.Events, b.Ledger(), ratelimit.Bucket{})
 	tests := []struct {
 		name   string
 		stored []uint64

@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"context"
@@ -19,10 +19,10 @@ type Table struct {
 	Name   string
 }
 
-// Get reads stream's item id with strong consistency (none: an empty
+// get reads stream's item id with strong consistency (none: an empty
 // item); what names it in an error, which is classified
 // (dynamodbstore.Classify).
-func (t Table) Get(ctx context.Context, stream, id, what string) (map[string]types.AttributeValue, error) {
+func (t Table) get(ctx context.Context, stream, id, what string) (map[string]types.AttributeValue, error) {
 	out, err := t.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(t.Name),
 		Key:            Key(stream, id),
@@ -34,17 +34,17 @@ func (t Table) Get(ctx context.Context, stream, id, what string) (map[string]typ
 	return out.Item, nil
 }
 
-// ReadFloor reads stream's floor with strong consistency.
-func (t Table) ReadFloor(ctx context.Context, stream string) (Floor, error) {
-	item, err := t.Get(ctx, stream, FloorID, "the floor")
+// readFloor reads stream's floor with strong consistency.
+func (t Table) readFloor(ctx context.Context, stream string) (floorItem, error) {
+	item, err := t.get(ctx, stream, floorID, "the floor")
 	if err != nil {
-		return Floor{}, err
+		return floorItem{}, err
 	}
-	return DecodeFloor(item)
+	return decodeFloor(item)
 }
 
-// Put is the write of stream's item id with attrs besides its key.
-func (t Table) Put(stream, id string, attrs map[string]types.AttributeValue) types.TransactWriteItem {
+// put is the write of stream's item id with attrs besides its key.
+func (t Table) put(stream, id string, attrs map[string]types.AttributeValue) types.TransactWriteItem {
 	item := Key(stream, id)
 	for k, v := range attrs {
 		item[k] = v
@@ -52,19 +52,19 @@ func (t Table) Put(stream, id string, attrs map[string]types.AttributeValue) typ
 	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(t.Name), Item: item}}
 }
 
-// PutNew is Put conditioned on the item not being there.
-func (t Table) PutNew(stream, id string, attrs map[string]types.AttributeValue) types.TransactWriteItem {
-	w := t.Put(stream, id, attrs)
+// putNew is Put conditioned on the item not being there.
+func (t Table) putNew(stream, id string, attrs map[string]types.AttributeValue) types.TransactWriteItem {
+	w := t.put(stream, id, attrs)
 	w.Put.ConditionExpression = aws.String("attribute_not_exists(#id)")
-	w.Put.ExpressionAttributeNames = map[string]string{"#id": AttrID}
+	w.Put.ExpressionAttributeNames = map[string]string{"#id": attrID}
 	return w
 }
 
-// UntilProcessed runs batch, when there is work, until it reports none
+// untilProcessed runs batch, when there is work, until it reports none
 // left unprocessed, after a jittered backoff before each run but the
 // first: what DynamoDB asks of a client given unprocessed items. what
 // names the work in an error.
-func UntilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
+func untilProcessed(ctx context.Context, what string, work bool, batch func() (left bool, err error)) error {
 	for attempt := 0; work; attempt++ {
 		if attempt > 0 {
 			if err := unprocessedBackoff.Wait(ctx, attempt); err != nil {

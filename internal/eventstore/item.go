@@ -1,4 +1,4 @@
-package eventtable
+package eventstore
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // eventItem is an event as the events table holds it (the tags are the
 // Attr constants).
 type eventItem struct {
-	UserID      string `dynamodbav:"user_id"`
+	Stream      string `dynamodbav:"user_id"`
 	ID          string `dynamodbav:"event_id"`
 	ReceivedKey string `dynamodbav:"received_key"`
 	Type        string `dynamodbav:"type"`
@@ -32,12 +32,12 @@ type eventItem struct {
 }
 
 // eventAttributes are the attributes every event item has, all strings.
-var eventAttributes = []string{AttrStream, AttrID, AttrPosition, AttrType, AttrOccurredAt, AttrReceivedAt, AttrPayload}
+var eventAttributes = []string{attrStream, attrID, attrPosition, attrType, attrOccurredAt, attrReceivedAt, attrPayload}
 
-// EncodeEvent is ev as an event item.
-func EncodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
+// encodeEvent is ev as an event item.
+func encodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 	item, err := attributevalue.MarshalMap(eventItem{
-		UserID: ev.UserID, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
+		Stream: ev.Stream, ID: ev.ID, ReceivedKey: ev.Position.SortKey(), Type: ev.Type, OccurredAt: ev.OccurredAt,
 		ReceivedAt: ev.ReceivedAt.UTC().Format(syncevent.TimestampLayout), Payload: string(ev.Payload), Author: ev.Author,
 	})
 	if err != nil {
@@ -46,31 +46,31 @@ func EncodeEvent(ev syncevent.Event) map[string]types.AttributeValue {
 	return item
 }
 
-// ErrBadItem reports an item of the events table this package did not write.
-var ErrBadItem = errors.New("malformed item in the events table")
+// errBadItem reports an item of the events table this package did not write.
+var errBadItem = errors.New("malformed item in the events table")
 
-// DecodeEvent reads an event item, refusing one that lacks an attribute
+// decodeEvent reads an event item, refusing one that lacks an attribute
 // or holds one of another type.
-func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {
+func decodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) {
 	for _, name := range eventAttributes {
 		if _, ok := item[name].(*types.AttributeValueMemberS); !ok {
-			return syncevent.Event{}, fmt.Errorf("%w: %s is missing or not a string", ErrBadItem, name)
+			return syncevent.Event{}, fmt.Errorf("%w: %s is missing or not a string", errBadItem, name)
 		}
 	}
 	var it eventItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return syncevent.Event{}, fmt.Errorf("%w: %w", ErrBadItem, err)
+		return syncevent.Event{}, fmt.Errorf("%w: %w", errBadItem, err)
 	}
 	received, err := time.Parse(syncevent.TimestampLayout, it.ReceivedAt)
 	if err != nil {
-		return syncevent.Event{}, fmt.Errorf("%w: received_at: %w", ErrBadItem, err)
+		return syncevent.Event{}, fmt.Errorf("%w: received_at: %w", errBadItem, err)
 	}
 	pos, err := syncevent.ParseSortKey(it.ReceivedKey)
 	if err != nil {
-		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", ErrBadItem, err)
+		return syncevent.Event{}, fmt.Errorf("%w: received_key: %w", errBadItem, err)
 	}
 	return syncevent.Event{
-		UserID: it.UserID, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
+		Stream: it.Stream, ID: it.ID, Author: it.Author, Deleted: it.Deleted, Type: it.Type, OccurredAt: it.OccurredAt,
 		ReceivedAt: received, Position: pos, Payload: []byte(it.Payload),
 	}, nil
 }
@@ -81,7 +81,7 @@ func DecodeEvent(item map[string]types.AttributeValue) (syncevent.Event, error) 
 type Head struct {
 	Seq    uint64
 	Bucket ratelimit.State
-	// YieldUntil, set by the sequencer (package sequencer) as it places a
+	// YieldUntil, set by the sequencer (sequence.go) as it places a
 	// busy space's accepted events, is until when writes that may be
 	// accepted instead fail at the head (MoveHead): so that they are
 	// accepted, and the sequencer's passes are not starved of the head by
@@ -89,7 +89,7 @@ type Head struct {
 	YieldUntil time.Time
 }
 
-// The head item's attributes besides its keys and AttrSeq: the
+// The head item's attributes besides its keys and attrSeq: the
 // bucket's tokens, and when it was last taken from (Unix milliseconds).
 const (
 	attrHeadTokens   = "tokens"
@@ -99,10 +99,10 @@ const (
 // AttrHeadYield is the head's YieldUntil (Unix milliseconds).
 const AttrHeadYield = "yield_until_ms"
 
-// EncodeHead is h as the head item of stream.
-func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
+// encodeHead is h as the head item of stream.
+func encodeHead(stream string, h Head) map[string]types.AttributeValue {
 	item := Key(stream, HeadID)
-	item[AttrSeq] = N(h.Seq)
+	item[attrSeq] = N(h.Seq)
 	if h.Bucket.Stored {
 		item[attrHeadTokens] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(h.Bucket.Tokens, 'f', -1, 64)}
 		item[attrHeadRefilled] = &types.AttributeValueMemberN{Value: strconv.FormatInt(h.Bucket.Refilled.UnixMilli(), 10)}
@@ -113,19 +113,19 @@ func EncodeHead(stream string, h Head) map[string]types.AttributeValue {
 	return item
 }
 
-// DecodeHead reads a head item; no item is the head 0 with a full bucket,
+// decodeHead reads a head item; no item is the head 0 with a full bucket,
 // and so is a head written with no bucket.
-func DecodeHead(item map[string]types.AttributeValue) (Head, error) {
+func decodeHead(item map[string]types.AttributeValue) (Head, error) {
 	if len(item) == 0 {
 		return Head{}, nil
 	}
-	n, ok := item[AttrSeq].(*types.AttributeValueMemberN)
+	n, ok := item[attrSeq].(*types.AttributeValueMemberN)
 	if !ok {
-		return Head{}, fmt.Errorf("%w: the head has no number %s", ErrBadItem, AttrSeq)
+		return Head{}, fmt.Errorf("%w: the head has no number %s", errBadItem, attrSeq)
 	}
 	seq, err := strconv.ParseUint(n.Value, 10, 64)
 	if err != nil {
-		return Head{}, fmt.Errorf("%w: head %s: %w", ErrBadItem, AttrSeq, err)
+		return Head{}, fmt.Errorf("%w: head %s: %w", errBadItem, attrSeq, err)
 	}
 	h := Head{Seq: seq}
 	tokens, tok := item[attrHeadTokens].(*types.AttributeValueMemberN)
@@ -134,36 +134,36 @@ func DecodeHead(item map[string]types.AttributeValue) (Head, error) {
 		t, err1 := strconv.ParseFloat(tokens.Value, 64)
 		ms, err2 := strconv.ParseInt(refilled.Value, 10, 64)
 		if err := errors.Join(err1, err2); err != nil {
-			return Head{}, fmt.Errorf("%w: head bucket: %w", ErrBadItem, err)
+			return Head{}, fmt.Errorf("%w: head bucket: %w", errBadItem, err)
 		}
 		h.Bucket = ratelimit.State{Stored: true, Tokens: t, Refilled: time.UnixMilli(ms)}
 	}
 	if y, ok := item[AttrHeadYield].(*types.AttributeValueMemberN); ok {
 		ms, err := strconv.ParseInt(y.Value, 10, 64)
 		if err != nil {
-			return Head{}, fmt.Errorf("%w: head %s: %w", ErrBadItem, AttrHeadYield, err)
+			return Head{}, fmt.Errorf("%w: head %s: %w", errBadItem, AttrHeadYield, err)
 		}
 		h.YieldUntil = time.UnixMilli(ms)
 	}
 	return h, nil
 }
 
-// Floor is a stream's floor item (package retention has its rules):
+// floorItem is a stream's floor item (trim.go has its rules):
 // every event at or below Seq may be gone, every one at or below Trimmed
 // is.
-type Floor struct{ Seq, Trimmed uint64 }
+type floorItem struct{ Seq, Trimmed uint64 }
 
-// AttrTrimmed is the floor item's Trimmed; its Seq is AttrSeq.
-const AttrTrimmed = "trimmed"
+// attrTrimmed is the floor item's Trimmed; its Seq is attrSeq.
+const attrTrimmed = "trimmed"
 
-// DecodeFloor reads a floor item; no item is the floor 0.
-func DecodeFloor(item map[string]types.AttributeValue) (Floor, error) {
-	var f Floor
-	for name, into := range map[string]*uint64{AttrSeq: &f.Seq, AttrTrimmed: &f.Trimmed} {
+// decodeFloor reads a floor item; no item is the floor 0.
+func decodeFloor(item map[string]types.AttributeValue) (floorItem, error) {
+	var f floorItem
+	for name, into := range map[string]*uint64{attrSeq: &f.Seq, attrTrimmed: &f.Trimmed} {
 		if v, ok := item[name].(*types.AttributeValueMemberN); ok {
 			var err error
 			if *into, err = strconv.ParseUint(v.Value, 10, 64); err != nil {
-				return Floor{}, fmt.Errorf("%w: floor %s: %w", ErrBadItem, name, err)
+				return floorItem{}, fmt.Errorf("%w: floor %s: %w", errBadItem, name, err)
 			}
 		}
 	}
@@ -172,7 +172,7 @@ func DecodeFloor(item map[string]types.AttributeValue) (Floor, error) {
 
 // Key is the key of stream's item id.
 func Key(stream, id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{AttrStream: S(stream), AttrID: S(id)}
+	return map[string]types.AttributeValue{attrStream: S(stream), attrID: S(id)}
 }
 
 // S is a string attribute.
@@ -189,7 +189,7 @@ func N(n uint64) *types.AttributeValueMemberN {
 }
 
 // PendingPrefix begins the position of an event accepted and not yet
-// sequenced (package sequencer): below "0", where every read of a stream
+// sequenced (sequence.go): below "0", where every read of a stream
 // starts, and below every legacy and sequence key, so no read lists it,
 // no cursor points at it and no trim reaches it.
 const PendingPrefix = "-"
@@ -202,15 +202,15 @@ func PendingKey(at time.Time, request string, index int) string {
 	return fmt.Sprintf("%s%013d#%s#%03d", PendingPrefix, at.UnixMilli(), request, index)
 }
 
-// PendingBefore is the least pending key of an event accepted at t or
+// pendingBefore is the least pending key of an event accepted at t or
 // later: every key below it was accepted earlier.
-func PendingBefore(t time.Time) string {
+func pendingBefore(t time.Time) string {
 	return fmt.Sprintf("%s%013d", PendingPrefix, t.UnixMilli())
 }
 
-// PendingRequest is the part of a pending key that names its request
+// pendingRequest is the part of a pending key that names its request
 // (everything before the index), and false for a key that is not pending.
-func PendingRequest(key string) (string, bool) {
+func pendingRequest(key string) (string, bool) {
 	i := strings.LastIndexByte(key, '#')
 	if !strings.HasPrefix(key, PendingPrefix) || i < 0 {
 		return "", false
@@ -218,8 +218,8 @@ func PendingRequest(key string) (string, bool) {
 	return key[:i], true
 }
 
-// PendingSince is when the event of a pending key was accepted.
-func PendingSince(key string) (time.Time, bool) {
+// pendingSince is when the event of a pending key was accepted.
+func pendingSince(key string) (time.Time, bool) {
 	ms, _, ok := strings.Cut(strings.TrimPrefix(key, PendingPrefix), "#")
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if !ok || err != nil || !strings.HasPrefix(key, PendingPrefix) {
@@ -228,32 +228,32 @@ func PendingSince(key string) (time.Time, bool) {
 	return time.UnixMilli(n), true
 }
 
-// IsPending reports whether item is an event accepted and not yet
+// isPending reports whether item is an event accepted and not yet
 // sequenced.
-func IsPending(item map[string]types.AttributeValue) bool {
-	rk, ok := item[AttrPosition].(*types.AttributeValueMemberS)
+func isPending(item map[string]types.AttributeValue) bool {
+	rk, ok := item[attrPosition].(*types.AttributeValueMemberS)
 	return ok && strings.HasPrefix(rk.Value, PendingPrefix)
 }
 
-// EncodePending is ev as an accepted event's item: at the pending
+// encodePending is ev as an accepted event's item: at the pending
 // position key, ev.Position unused, and in the index of pending events
 // (PendingIndex) until placed.
-func EncodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
-	item := EncodeEvent(ev)
-	item[AttrPosition] = S(key)
-	item[AttrPendingShard] = S(PendingShard(ev.UserID))
+func encodePending(ev syncevent.Event, key string) map[string]types.AttributeValue {
+	item := encodeEvent(ev)
+	item[attrPosition] = S(key)
+	item[attrPendingShard] = S(PendingShard(ev.Stream))
 	return item
 }
 
-// PendingShards is how many partitions the index of pending events
+// pendingShards is how many partitions the index of pending events
 // spreads them over: an index key takes about 1,000 writes a second, and
 // every accept of the table writes it (and every placement removes it).
-const PendingShards = 16
+const pendingShards = 16
 
 // PendingShard is stream's partition of the index of pending events: all
 // of one stream's in one, so that a sweep finds each stream once a shard.
 func PendingShard(stream string) string {
 	h := fnv.New32a()
 	h.Write([]byte(stream))
-	return strconv.Itoa(int(h.Sum32() % PendingShards))
+	return strconv.Itoa(int(h.Sum32() % pendingShards))
 }

@@ -1,4 +1,4 @@
-package sequencer
+package eventstore
 
 import (
 	"context"
@@ -6,23 +6,21 @@ import (
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/sync-events/sync-events/internal/eventtable"
 )
 
 // Filter is the event source mapping's filter pattern (Lambda event
-// filtering) that passes a stream record only when it is an accepted
+// filtering) that passes a change-feed record only when it is an accepted
 // event's insert: its position pending. A placed event's change, a head
 // and every event committed at its head do not pass. The template holds
 // the same pattern; a test compares them.
-const Filter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"` + eventtable.AttrPosition + `":{"S":[{"prefix":"` + eventtable.PendingPrefix + `"}]}}}}`
+const AcceptedRecordFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"` + attrPosition + `":{"S":[{"prefix":"` + PendingPrefix + `"}]}}}}`
 
 // maxDrainsAtOnce bounds the streams one batch drains at once.
 const maxDrainsAtOnce = 8
 
-// Accepted reads a batch of stream records: the streams with an event
-// accepted among them, each once, in the order first seen.
-func Accepted(records []events.DynamoDBEventRecord) []string {
+// AcceptedStreams reads a batch of change-feed records: the streams with an
+// event accepted among them, each once, in the order first seen.
+func AcceptedStreams(records []events.DynamoDBEventRecord) []string {
 	var streams []string
 	seen := map[string]bool{}
 	for _, r := range records {
@@ -30,11 +28,11 @@ func Accepted(records []events.DynamoDBEventRecord) []string {
 			continue
 		}
 		img := r.Change.NewImage
-		stream, pos := img[eventtable.AttrStream], img[eventtable.AttrPosition]
+		stream, pos := img[attrStream], img[attrPosition]
 		if stream.DataType() != events.DataTypeString || pos.DataType() != events.DataTypeString {
 			continue
 		}
-		if _, pending := eventtable.PendingSince(pos.String()); !pending {
+		if _, pending := pendingSince(pos.String()); !pending {
 			continue
 		}
 		if s := stream.String(); !seen[s] {
@@ -45,26 +43,26 @@ func Accepted(records []events.DynamoDBEventRecord) []string {
 	return streams
 }
 
-// Report is what one batch did, for its log line: counts only.
-type Report struct {
+// SequenceReport is what one batch did, for its log line: counts only.
+type SequenceReport struct {
 	Records, Streams, Placed, Failed int
 }
 
-// Handle drains each stream a batch of the table's stream records names
-// (Accepted), several at once. A stream's drain takes every event
-// pending on it, those of earlier batches given up included. Any
-// stream's failure fails the batch, to be delivered again: the streams
-// drained meanwhile then cost one read each, finding nothing.
-func Handle(ctx context.Context, t eventtable.Table, ev events.DynamoDBEvent) (Report, error) {
-	streams := Accepted(ev.Records)
-	rep := Report{Records: len(ev.Records), Streams: len(streams)}
+// HandleAccepted drains each stream a batch of the table's change-feed records
+// names (Accepted), several at once. A stream's drain takes every event pending
+// on it, those of earlier batches given up included. Any stream's failure fails
+// the batch, to be delivered again: the streams drained meanwhile then cost one
+// read each, finding nothing.
+func (t Table) HandleAccepted(ctx context.Context, ev events.DynamoDBEvent) (SequenceReport, error) {
+	streams := AcceptedStreams(ev.Records)
+	rep := SequenceReport{Records: len(ev.Records), Streams: len(streams)}
 	err := drainAll(ctx, t, streams, &rep)
 	return rep, err
 }
 
 // drainAll drains streams, maxDrainsAtOnce at once, counting in rep what
 // was placed and which failed.
-func drainAll(ctx context.Context, t eventtable.Table, streams []string, rep *Report) error {
+func drainAll(ctx context.Context, t Table, streams []string, rep *SequenceReport) error {
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -73,7 +71,7 @@ func drainAll(ctx context.Context, t eventtable.Table, streams []string, rep *Re
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			n, err := Drain(ctx, t, s)
+			n, err := t.Drain(ctx, s)
 			mu.Lock()
 			defer mu.Unlock()
 			rep.Placed += n
