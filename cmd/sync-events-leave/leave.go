@@ -6,24 +6,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
 	"github.com/sync-events/sync-events/functions/sync-events/api"
-	"github.com/sync-events/sync-events/internal/local/devserver"
+	"github.com/sync-events/sync-events/internal/edge"
 	"github.com/sync-events/sync-events/internal/syncevent"
 )
-
-// Handler is the API's handler (*api.Handler).
-type Handler interface {
-	Handle(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-}
 
 // Drain places a space's accepted events not yet placed (package
 // sequencer's Drain of the space's stream).
@@ -35,7 +30,7 @@ type Drain func(ctx context.Context, spaceID string) error
 // (a busy space's) is listed, and deleted with the others, rather than
 // placed by the removal after the deletes. It reports whether every
 // space was left; err is a failure that stopped it.
-func leaveAll(ctx context.Context, h Handler, drain Drain, sub string, out io.Writer) (bool, error) {
+func leaveAll(ctx context.Context, h http.Handler, drain Drain, sub string, out io.Writer) (bool, error) {
 	as := member{h: h, sub: sub, drain: drain}
 	var listing struct {
 		Spaces []struct{ ID, Role string }
@@ -60,7 +55,7 @@ func leaveAll(ctx context.Context, h Handler, drain Drain, sub string, out io.Wr
 
 // member acts as sub, through the handler.
 type member struct {
-	h     Handler
+	h     http.Handler // the API's (*api.Handler)
 	sub   string
 	drain Drain
 }
@@ -181,10 +176,10 @@ func (m member) read(ctx context.Context, path string, v any) error {
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, errorCode(resp))
+	if resp.Code != http.StatusOK {
+		return fmt.Errorf("GET %s: %d %s", path, resp.Code, errorCode(resp))
 	}
-	return json.Unmarshal([]byte(resp.Body), v)
+	return json.Unmarshal(resp.Body.Bytes(), v)
 }
 
 // mutate sends a mutation under a fresh key (the same key on every retry)
@@ -194,37 +189,30 @@ func (m member) mutate(ctx context.Context, method, path string) (int, string, e
 	if err != nil {
 		return 0, "", err
 	}
-	return resp.StatusCode, errorCode(resp), nil
+	return resp.Code, errorCode(resp), nil
 }
 
 // maxAttempts bounds the sends of one request answered 429 or 503.
 const maxAttempts = 10
 
-// send hands the request to the handler as API Gateway would, with sub's
-// claims, again after Retry-After while it is answered 429 or 503.
-func (m member) send(ctx context.Context, method, path, key string) (events.APIGatewayV2HTTPResponse, error) {
+// send hands the request to the handler as the edge would, with sub as
+// the caller, again after Retry-After while it is answered 429 or 503.
+func (m member) send(ctx context.Context, method, path, key string) (*httptest.ResponseRecorder, error) {
 	for attempt := 1; ; attempt++ {
-		r, err := http.NewRequestWithContext(ctx, method, "https://sync-events.local"+path, http.NoBody)
+		r, err := http.NewRequestWithContext(edge.WithCaller(ctx, m.sub), method, "https://sync-events.local"+path, http.NoBody)
 		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
+			return nil, err
 		}
-		r.Header.Set("Authorization", "Bearer "+devserver.UnsignedToken(map[string]any{"sub": m.sub}))
 		if key != "" {
 			r.Header.Set("Idempotency-Key", key)
 		}
-		req, err := devserver.Event(r)
-		if err != nil {
-			return events.APIGatewayV2HTTPResponse{}, err
-		}
-		resp, err := m.h.Handle(ctx, req)
-		if err != nil {
-			return resp, err
-		}
-		if (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) || attempt == maxAttempts {
+		resp := httptest.NewRecorder()
+		m.h.ServeHTTP(resp, r)
+		if (resp.Code != http.StatusTooManyRequests && resp.Code != http.StatusServiceUnavailable) || attempt == maxAttempts {
 			return resp, nil
 		}
 		wait := time.Second
-		if s, err := strconv.Atoi(resp.Headers["Retry-After"]); err == nil {
+		if s, err := strconv.Atoi(resp.Header().Get("Retry-After")); err == nil {
 			wait = time.Duration(s) * time.Second
 		}
 		select {
@@ -235,8 +223,8 @@ func (m member) send(ctx context.Context, method, path, key string) (events.APIG
 	}
 }
 
-func errorCode(resp events.APIGatewayV2HTTPResponse) string {
+func errorCode(resp *httptest.ResponseRecorder) string {
 	var e struct{ Error string }
-	_ = json.Unmarshal([]byte(resp.Body), &e)
+	_ = json.Unmarshal(resp.Body.Bytes(), &e)
 	return e.Error
 }

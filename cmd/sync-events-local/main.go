@@ -115,7 +115,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		// its event is placed, so its stream is noted again once it is.
 		worker.OnPlaced(lv.commits.Note)
 	}
-	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, lv.noteCommits(devserver.Handler(h.Handle)), lv.events), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: addr, Handler: serving(addr, origins, lv.noteCommits(devserver.Handler(h)), lv.events), ReadHeaderTimeout: 5 * time.Second}
 	srv.RegisterOnShutdown(lv.events.Close)
 	go func() {
 		<-ctx.Done()

@@ -56,6 +56,32 @@ const (
 // answers turns errors into a client's answers, by a table of statuses.
 type answers struct{ statuses map[errcode.Code]int }
 
+// Answers words errors as the clients of an API get them, by its table of
+// statuses: the one a Runner with the same Options answers with, for the
+// requests that do not go through the envelope (an API's reads, its
+// router's 404s and 405s), so that every answer of the API has one shape.
+type Answers struct{ a answers }
+
+// Answers is the table of these options' statuses, as answers.
+func (o Options) Answers() Answers { return Answers{newAnswers(o.Statuses)} }
+
+// Read is err as the client of a read (or of any request that is not a
+// mutation) gets it: by its code's status, with the code's sentence where
+// err has none ("retry the request"); any error without a code is a 500.
+func (a Answers) Read(err error) Response {
+	resp, _ := a.a.answer(err, false)
+	return resp
+}
+
+// Mutation is err as the client of a mutation gets it: as Read, but a
+// failure of the service tells the client what may have been stored
+// (nothing, or, where err wraps idempotency.ErrOutcomeUnknown, perhaps the
+// change) and to retry with the same Idempotency-Key.
+func (a Answers) Mutation(err error) Response {
+	resp, _ := a.a.answer(err, true)
+	return resp
+}
+
 func newAnswers(extra map[errcode.Code]int) answers {
 	s := DefaultStatuses()
 	for code, status := range extra {

@@ -183,3 +183,14 @@ func ExampleOptions() {
 	// 201 executed
 	// 201 replayed
 }
+
+// A read, which does not go through the envelope, answers its failures by
+// the same table of statuses as the Runner of the same options: one shape
+// for every answer of the API.
+func ExampleOptions_Answers() {
+	opts := mutation.Options{Statuses: map[errcode.Code]int{"NOTE_ARCHIVED": http.StatusGone}}
+	resp := opts.Answers().Read(errcode.New("NOTE_ARCHIVED", "The note is archived"))
+	fmt.Println(resp.StatusCode, string(resp.Body))
+	// Output:
+	// 410 {"error":"NOTE_ARCHIVED","message":"The note is archived"}
+}

@@ -522,3 +522,39 @@ func TestADeleteMayComeWithoutABody(t *testing.T) {
 		t.Fatalf("the DELETE ran %d times", runs.Load())
 	}
 }
+
+// A request's own body limit replaces the runner's, so that one Runner
+// serves a route that takes more; without one, the runner's holds.
+func TestARequestsBodyLimit(t *testing.T) {
+	f := newFixture(t)
+	m := f.runner(mutation.Options{MaxBodyBytes: 20})
+	body := `{"id":"` + uuid.NewString() + `"}`
+	run := func(limit int) mutation.Response {
+		r := &mutation.Request{Method: "POST", Route: "/items", Header: headersOf(sent{key: uuid.NewString()}),
+			Body: []byte(body), Claims: map[string]string{"sub": "alice"}, MaxBodyBytes: limit}
+		resp, _ := m.Run(context.Background(), r, f.mut)
+		return resp
+	}
+	if resp := run(0); resp.StatusCode != 413 || !strings.Contains(string(resp.Body), "exceeds 20 bytes") {
+		t.Fatalf("the runner's limit: %d %s", resp.StatusCode, resp.Body)
+	}
+	if resp := run(100); resp.StatusCode != 201 {
+		t.Fatalf("the request's limit: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// Options.Answers words an error as the Runner of those options does.
+func TestAnswersAreTheRunners(t *testing.T) {
+	o := mutation.Options{Statuses: map[errcode.Code]int{"TEAPOT": http.StatusTeapot}}
+	m := newFixture(t).runner(o)
+	for _, err := range []error{errcode.New("TEAPOT", "short and stout"), errcode.New(errcode.NotFound, ""), fmt.Errorf("boom")} {
+		read, mut := o.Answers().Read(err), o.Answers().Mutation(err)
+		if wr, wm := m.AnswerRead(err), m.AnswerMutation(err); read.StatusCode != wr.StatusCode || string(read.Body) != string(wr.Body) ||
+			mut.StatusCode != wm.StatusCode || string(mut.Body) != string(wm.Body) {
+			t.Fatalf("%v: answers %d %s / %d %s, the runner's %d %s / %d %s", err, read.StatusCode, read.Body, mut.StatusCode, mut.Body, wr.StatusCode, wr.Body, wm.StatusCode, wm.Body)
+		}
+	}
+	if resp := o.Answers().Read(errcode.New("TEAPOT", "x")); resp.StatusCode != http.StatusTeapot {
+		t.Fatalf("%d", resp.StatusCode)
+	}
+}

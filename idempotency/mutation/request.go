@@ -28,6 +28,10 @@ type Request struct {
 	// BodyBase64 false.
 	Body       []byte
 	BodyBase64 bool
+	// MaxBodyBytes, if set, bounds this request's body in place of
+	// Options.MaxBodyBytes: a route's own limit (a batch takes more), so
+	// that one Runner serves every route.
+	MaxBodyBytes int
 	// Claims are the verified token's claims: from API Gateway's JWT
 	// authorizer, a REST API's Cognito authorizer, or for net/http what
 	// the authenticating middleware put in the context (ContextWithClaims).

@@ -103,8 +103,8 @@ type Options struct {
 	// timestamp of its own sending, say). Its error is answered as is.
 	Payload func(r *Request) ([]byte, error)
 	// MaxBodyBytes bounds a body as sent (after base64 decoding); 0 is
-	// DefaultMaxBodyBytes. Routes that take more (a batch) get a Runner of
-	// their own over the same flow.
+	// DefaultMaxBodyBytes. A route that takes more (a batch) says so in
+	// its requests' Request.MaxBodyBytes.
 	MaxBodyBytes int
 	// Statuses gives the status of the application's own error codes, and
 	// may change those of DefaultStatuses; a status of 0 takes out a code
@@ -261,7 +261,7 @@ func (m *Runner[W]) body(r *Request) ([]byte, error) {
 		return nil, err
 	}
 	var err error
-	if r.Body, err = decodeBody(r.Body, r.BodyBase64, m.o.MaxBodyBytes); err != nil {
+	if r.Body, err = decodeBody(r.Body, r.BodyBase64, cmp.Or(r.MaxBodyBytes, m.o.MaxBodyBytes)); err != nil {
 		return nil, err
 	}
 	r.BodyBase64 = false
@@ -329,24 +329,11 @@ func (m *Runner[W]) fail(err error, r *Request, rep Report) (Response, Report) {
 	return resp, rep
 }
 
-// AnswerRead is err as the client of a read (or of any request that is
-// not a mutation) gets it: by its code's status, with the code's sentence
-// where err has none ("retry the request"); any error without a code is a
-// 500. A router answers its 404s and 405s, and a read handler its
-// failures, with it, so that every answer of the API has one shape.
-func (m *Runner[W]) AnswerRead(err error) Response {
-	resp, _ := m.answers.answer(err, false)
-	return resp
-}
+// AnswerRead is Answers.Read by the runner's table.
+func (m *Runner[W]) AnswerRead(err error) Response { return Answers{m.answers}.Read(err) }
 
-// AnswerMutation is err as the client of a mutation gets it: as
-// AnswerRead, but a failure of the service tells the client what may have
-// been stored (nothing, or, where err wraps idempotency.ErrOutcomeUnknown,
-// perhaps the change) and to retry with the same Idempotency-Key.
-func (m *Runner[W]) AnswerMutation(err error) Response {
-	resp, _ := m.answers.answer(err, true)
-	return resp
-}
+// AnswerMutation is Answers.Mutation by the runner's table.
+func (m *Runner[W]) AnswerMutation(err error) Response { return Answers{m.answers}.Mutation(err) }
 
 // Codes is every error code a Runner with these options answers with,
 // sorted: an API's contract lists exactly these.

@@ -1,13 +1,16 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency/dynamodbstore"
 	"github.com/sync-events/sync-events/idempotency/mutation"
+	"github.com/sync-events/sync-events/internal/edge"
 	"github.com/sync-events/sync-events/internal/eventstore"
 )
 
@@ -34,20 +37,31 @@ func methodNotAllowed(methods []string) *errcode.Error {
 	return errcode.New(errcode.MethodNotAllowed, "Method not allowed on this route; allowed: "+strings.Join(methods, ", "))
 }
 
-// user is the verified caller: the sub claim the JWT authorizer put in the
-// request context (mutation.Subject). Nothing the client sends can set
-// it. Both tables are partitioned by it, so a sub that DynamoDB could not
-// store as a partition key (over 2048 bytes, or not UTF-8) is refused
-// before anything is sent, rather than failing as a 500 in the middle.
-func user(r *mutation.Request) (string, error) {
-	sub, err := mutation.Subject(r)
-	if err != nil {
-		return "", err
+// user is the verified caller: the sub claim that the edge put in the
+// request's context (edge.Caller), from the JWT authorizer's claims.
+// Nothing the client sends can set it. Both tables are partitioned by it,
+// so a sub that DynamoDB could not store as a partition key (over 2048
+// bytes, or not UTF-8) is refused before anything is sent, rather than
+// failing as a 500 in the middle.
+func user(ctx context.Context) (string, error) {
+	sub := edge.Caller(ctx)
+	if strings.TrimSpace(sub) == "" {
+		return "", mutation.ErrUnauthorized
 	}
 	if len(sub) > dynamodbstore.MaxPartitionKeyBytes || !utf8.ValidString(sub) || eventstore.IsSpaceStream(sub) {
 		return "", errCallerIDUnsupported
 	}
 	return sub, nil
+}
+
+// caller is the envelope's User: the caller of the request it was made
+// from (mutation.FromHTTP keeps the *http.Request in Event).
+func caller(r *mutation.Request) (string, error) {
+	hr, ok := r.Event.(*http.Request)
+	if !ok {
+		return "", mutation.ErrUnauthorized
+	}
+	return user(hr.Context())
 }
 
 // Codes is every error code the API answers with, sorted: the OpenAPI

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sync-events/sync-events/errcode"
 	"github.com/sync-events/sync-events/idempotency"
@@ -52,20 +52,20 @@ func postEvent(_ *Handler, r *mutation.Request) (mutation.Plan[eventstore.Change
 }
 
 // listEvents is GET: a page of the caller's events after the cursor.
-func (h *Handler) listEvents(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
-	user, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
+func (h *Handler) listEvents(r *http.Request) (mutation.Response, outcome) {
+	user, err := user(r.Context())
 	if err != nil {
-		return h.fail(err, r.RequestContext.HTTP.Method)
+		return h.fail(err, r.Method)
 	}
-	return h.page(ctx, r, user, user, nil)
+	return h.page(r, user, user, nil)
 }
 
 // page answers a page of stream's events after the request's cursor, read
 // by caller (whose reads the limit counts), once allowed (if set) says
 // the caller may read stream.
-func (h *Handler) page(ctx context.Context, r *request, caller, stream string, allowed func(context.Context) error) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := r.RequestContext.HTTP.Method
-	limit, after, err := pageParams(r.QueryStringParameters)
+func (h *Handler) page(r *http.Request, caller, stream string, allowed func(context.Context) error) (mutation.Response, outcome) {
+	ctx, method := r.Context(), r.Method
+	limit, after, err := pageParams(r.URL.Query())
 	if err != nil {
 		return h.fail(err, method)
 	}
@@ -92,23 +92,30 @@ func (h *Handler) page(ctx context.Context, r *request, caller, stream string, a
 			break
 		}
 	}
-	return events.APIGatewayV2HTTPResponse{
-		StatusCode: http.StatusOK, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(p.finish()),
-	}, outcome{result: metrics.OutcomeRead}
+	return jsonOK(p.finish()), outcome{result: metrics.OutcomeRead}
+}
+
+// jsonOK is a read's 200 with body.
+func jsonOK(body []byte) mutation.Response {
+	return mutation.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
 }
 
 var errBadCursor = errcode.Invalid("cursor is not a cursor this API returned", errcode.Field{Field: "cursor"})
 
-func pageParams(q map[string]string) (limit int, after syncevent.Position, _ error) {
+// pageParams reads a page's query; a parameter sent more than once is
+// read as API Gateway hands it, its values joined with commas.
+func pageParams(q url.Values) (limit int, after syncevent.Position, _ error) {
 	limit = DefaultPageSize
-	if v, ok := q["limit"]; ok {
+	if vs, ok := q["limit"]; ok {
+		v := strings.Join(vs, ",")
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPageSize {
 			return 0, after, errcode.Invalid(fmt.Sprintf("limit must be a whole number from 1 to %d", MaxPageSize), errcode.Field{Field: "limit"})
 		}
 		limit = n
 	}
-	if v, ok := q["cursor"]; ok {
+	if vs, ok := q["cursor"]; ok {
+		v := strings.Join(vs, ",")
 		pos, err := syncevent.ParseCursor(v)
 		if err != nil {
 			return 0, after, errBadCursor

@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"iter"
@@ -14,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -22,6 +22,7 @@ import (
 	"github.com/sync-events/sync-events/idempotency"
 	"github.com/sync-events/sync-events/idempotency/mutation"
 	"github.com/sync-events/sync-events/internal/ddb"
+	"github.com/sync-events/sync-events/internal/edge"
 	"github.com/sync-events/sync-events/internal/eventstore"
 	"github.com/sync-events/sync-events/internal/metrics"
 	"github.com/sync-events/sync-events/internal/ratelimit"
@@ -49,11 +50,19 @@ type EventReader interface {
 	Spaces(ctx context.Context, user string) ([]eventstore.SpaceListing, error)
 }
 
-// Handler answers the function's API Gateway requests.
+// Handler is the API: an http.Handler, served by the Lambda through
+// package edge (Handle) and by make run directly.
 type Handler struct {
+	// mux matches a request's path and method to one of routes, by
+	// pattern ("POST /api/v1/sync/events").
+	mux       *http.ServeMux
+	byPattern map[string]*route
+	// mutations is the one envelope of every mutation; a route's body
+	// limit goes with each of its requests.
 	mutations *mutation.Runner[eventstore.Change]
-	// batches is the envelope of the routes that take a larger body.
-	batches      *mutation.Runner[eventstore.Change]
+	// answers words every answer that is not a mutation's own: reads,
+	// 404, 405 and failures outside the envelope; by the envelope's table.
+	answers      mutation.Answers
 	events       EventReader
 	reads        *ratelimit.Limiter
 	refused      *ratelimit.Limiter
@@ -73,29 +82,37 @@ type outcome struct {
 	events int
 }
 
-// Handle is the Lambda handler. It never returns an error: every failure is
-// an answer the client can act on.
-func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, _ error) {
+// Handle is the Lambda handler: API Gateway's event, converted once at the
+// edge into an *http.Request and served by ServeHTTP. It never returns an
+// error: every failure is an answer the client can act on.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return edge.Serve(ctx, h, &req), nil
+}
+
+// ServeHTTP answers one request of the API, with its caller in the
+// context (edge.WithCaller), and writes its log line and metrics line.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	var resp mutation.Response
 	var out outcome
-	ctx, calls := ddb.CountCalls(ctx)
+	ctx, calls := ddb.CountCalls(r.Context())
 	defer func() {
 		if p := recover(); p != nil {
-			resp, out = h.fail(fmt.Errorf("panic: %v (%w)\n%s", p, idempotency.ErrOutcomeUnknown, debug.Stack()), req.RequestContext.HTTP.Method)
+			resp, out = h.fail(fmt.Errorf("panic: %v (%w)\n%s", p, idempotency.ErrOutcomeUnknown, debug.Stack()), r.Method)
 		}
 		out.status = resp.StatusCode
-		h.report(ctx, &req, out, time.Since(start), calls())
+		h.report(ctx, r, out, time.Since(start), calls())
+		resp.Write(w)
 	}()
-	ctx, cancel := withDeadlineMargin(ctx)
+	deadline, cancel := withDeadlineMargin(ctx)
 	defer cancel()
-	resp, out = h.route(ctx, &req)
-	return resp, nil
+	resp, out = h.route(r.WithContext(deadline))
 }
 
 // report writes the request's log line and its metrics line.
-func (h *Handler) report(ctx context.Context, req *events.APIGatewayV2HTTPRequest, out outcome, took time.Duration, calls ddb.CallStats) {
-	requestID, traceID := lambdaRequestID(ctx, req), lambdaTraceID(ctx)
-	h.logRequest(ctx, req, out, took, requestID, traceID)
+func (h *Handler) report(ctx context.Context, r *http.Request, out outcome, took time.Duration, calls ddb.CallStats) {
+	requestID, traceID := edge.RequestID(ctx), edge.TraceID(ctx)
+	h.logRequest(ctx, r, out, took, requestID, traceID)
 	h.metrics.Write(metrics.Request{
 		Outcome: out.result, ErrorCode: string(out.Code), RequestID: requestID, TraceID: traceID, Latency: took,
 		Calls: calls.Calls, Retries: calls.Retries(), Throttles: calls.Throttles, CallLatency: calls.Latency,
@@ -110,72 +127,23 @@ func withDeadlineMargin(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithCancel(ctx)
 }
 
-// request is an API Gateway request as a read sees it: the event and the
-// path parameters its pattern named.
-type request struct {
-	*events.APIGatewayV2HTTPRequest
-	params map[string]string
-}
+// RequestPath is the path an API Gateway event was for: edge.RequestPath,
+// the one reading by which the handler routes and the contract check holds
+// exchanges to the OpenAPI document.
+func RequestPath(req *events.APIGatewayV2HTTPRequest) string { return edge.RequestPath(req) }
 
-// route finds the request's row of the table and runs it. A path no row
-// has is a 404; a method its rows do not take is refused as such (RFC 9110,
-// 15.5.6), before anything about the request is looked at.
-func (h *Handler) route(ctx context.Context, req *events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := req.RequestContext.HTTP.Method
-	rt, params, allow := match(method, RequestPath(req))
-	switch {
-	case rt == nil && allow == nil:
-		return h.fail(errNotFound, method)
-	case rt == nil:
-		resp, out := h.fail(methodNotAllowed(allow), method)
-		resp.Headers["Allow"] = strings.Join(allow, ", ")
-		return resp, out
-	}
-	if rt.read != nil {
-		return rt.read(h, ctx, &request{APIGatewayV2HTTPRequest: req, params: params})
-	}
-	return h.mutate(ctx, req, rt, params)
-}
-
-// RequestPath is the path the request was for, without what API Gateway
-// put in front of it. A static route that API Gateway matched names the
-// path itself, whatever base path or stage came before it. Otherwise (the
-// catch-all) it is rawPath, less a leading segment equal to the stage where
-// API Gateway adds one: a named stage on the generated execute-api domain.
-// A custom domain adds no stage, so a first segment that happens to equal
-// the stage's name stays.
-func RequestPath(req *events.APIGatewayV2HTTPRequest) string {
-	if _, route, ok := strings.Cut(req.RouteKey, " "); ok && !strings.Contains(route, "{") {
-		return route
-	}
-	p := req.RawPath
-	if p == "" {
-		p = req.RequestContext.HTTP.Path
-	}
-	stage := req.RequestContext.Stage
-	if stage == "" || stage == "$default" || !strings.Contains(req.RequestContext.DomainName, ".execute-api.") {
-		return p
-	}
-	if rest, ok := strings.CutPrefix(p, "/"+stage); ok && (rest == "" || rest[0] == '/') {
-		return cmp.Or(rest, "/") // the stage itself is its root
-	}
-	return p
-}
-
-// mutate runs a mutation's row through the envelope: the route's pattern
+// mutate runs a mutation's route through the envelope: the route's pattern
 // is what the key's record names, its path parameters are the pattern's,
-// its body limit the row's.
-func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPRequest, rt *route, params map[string]string) (_ events.APIGatewayV2HTTPResponse, out outcome) {
-	r := mutation.FromHTTPAPI(req)
-	r.Route, r.PathParams = rt.pattern, params
-	runner := h.mutations
-	if rt.maxBody > 0 {
-		runner = h.batches
+// its body limit the route's.
+func (h *Handler) mutate(r *http.Request, rt *route) (_ mutation.Response, out outcome) {
+	mr, err := h.mutationRequest(r, rt)
+	if err != nil {
+		return h.fail(err, r.Method)
 	}
-	caller, inSpace := spaceMutationCaller(r, params)
+	caller, inSpace := spaceMutationCaller(r)
 	if inSpace {
 		if wait := h.refused.Wait(caller, time.Now()); wait > 0 {
-			return h.fail(limited(errRefusalsLimited, wait), req.RequestContext.HTTP.Method)
+			return h.fail(limited(errRefusalsLimited, wait), r.Method)
 		}
 		defer func() {
 			if c := out.Code; c == eventstore.ErrNotMember.Code || c == eventstore.ErrRoleForbids.Code {
@@ -184,21 +152,39 @@ func (h *Handler) mutate(ctx context.Context, req *events.APIGatewayV2HTTPReques
 		}()
 	}
 	var carried int
-	resp, rep := runner.Run(ctx, r, func(_ context.Context, r *mutation.Request) (mutation.Plan[eventstore.Change], error) {
-		plan, n, err := rt.mutate(h, r)
+	resp, rep := h.mutations.Run(r.Context(), mr, func(_ context.Context, mr *mutation.Request) (mutation.Plan[eventstore.Change], error) {
+		plan, n, err := rt.mutate(h, mr)
 		carried = n
 		return plan, err
 	})
-	return resp.HTTPAPI(), outcome{Report: rep, result: string(rep.Outcome), events: carried}
+	return resp, outcome{Report: rep, result: string(rep.Outcome), events: carried}
 }
 
-// fail answers err as package mutation words every answer of the API: a
-// refusal when the request itself cannot be served (4xx), an error when
-// the service is at fault (5xx), which is logged with its cause.
-func (h *Handler) fail(err error, method string) (events.APIGatewayV2HTTPResponse, outcome) {
-	resp := h.mutations.AnswerRead(err)
+// mutationRequest is r as the envelope takes it, with the route's body
+// limit. A body API Gateway sent as base64 text is read as far as the
+// limit's base64 length, for the envelope to decode and measure.
+func (h *Handler) mutationRequest(r *http.Request, rt *route) (*mutation.Request, error) {
+	limit := cmp.Or(rt.maxBody, h.maxBodyBytes)
+	base64Body := edge.Base64Body(r.Context())
+	read := limit
+	if base64Body {
+		read = base64.StdEncoding.EncodedLen(limit)
+	}
+	mr, err := mutation.FromHTTP(r, read)
+	if err != nil {
+		return nil, err
+	}
+	mr.BodyBase64, mr.MaxBodyBytes = base64Body, limit
+	return mr, nil
+}
+
+// fail answers err as every answer of the API is worded: a refusal when
+// the request itself cannot be served (4xx), an error when the service is
+// at fault (5xx), which is logged with its cause.
+func (h *Handler) fail(err error, method string) (mutation.Response, outcome) {
+	resp := h.answers.Read(err)
 	if h.mutations.NeedsKey(method) {
-		resp = h.mutations.AnswerMutation(err)
+		resp = h.answers.Mutation(err)
 	}
 	out := outcome{result: metrics.OutcomeRefused, Report: mutation.Report{Code: errcode.CodeOf(err)}}
 	if resp.StatusCode >= http.StatusInternalServerError {
@@ -210,18 +196,18 @@ func (h *Handler) fail(err error, method string) (events.APIGatewayV2HTTPRespons
 	if e, _ := errcode.Of(err); resp.StatusCode >= http.StatusInternalServerError || e == nil || e.Err != nil {
 		out.Err = err
 	}
-	return resp.HTTPAPI(), out
+	return resp, out
 }
 
 // logRequest writes the request's one log line. It carries no body, no
 // token, no user id and only the first 8 characters of the key: enough to
 // correlate a client's retries, not enough to replay them.
-func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRequest, out outcome, took time.Duration, requestID, traceID string) {
+func (h *Handler) logRequest(ctx context.Context, r *http.Request, out outcome, took time.Duration, requestID, traceID string) {
 	attrs := []slog.Attr{
 		slog.String("request_id", requestID),
 		slog.String("trace_id", traceID),
-		slog.String("method", req.RequestContext.HTTP.Method),
-		slog.String("path", loggedPath(req)),
+		slog.String("method", r.Method),
+		slog.String("path", loggedPath(apiPath(r))),
 		slog.Int("status", out.status),
 		slog.String("idempotency_outcome", out.result),
 		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
@@ -250,13 +236,13 @@ func (h *Handler) logRequest(ctx context.Context, req *events.APIGatewayV2HTTPRe
 // and a refused one can be anything.
 const maxLoggedPath = 128
 
-// loggedPath is the request's path for the log, cut to maxLoggedPath bytes.
-func loggedPath(req *events.APIGatewayV2HTTPRequest) string {
-	p := RequestPath(req)
+// loggedPath is the request's path p for the log, cut to maxLoggedPath
+// bytes.
+func loggedPath(p string) string {
 	// A member's route names a user in its path: logged as its pattern,
 	// with the space's id, never the member's.
-	if params, ok := matchPattern(SpaceMemberPath, p); ok {
-		return strings.Replace(SpaceMemberPath, "{spaceId}", params["spaceId"], 1)
+	if space, ok := memberPathSpace(p); ok {
+		return strings.Replace(SpaceMemberPath, "{spaceId}", space, 1)
 	}
 	if len(p) <= maxLoggedPath {
 		return p
@@ -278,24 +264,4 @@ func loggableError(err error) string {
 		return "JSON encoding or decoding failed (detail withheld: it can quote the payload)"
 	}
 	return err.Error()
-}
-
-func lambdaRequestID(ctx context.Context, req *events.APIGatewayV2HTTPRequest) string {
-	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
-		return lc.AwsRequestID
-	}
-	return req.RequestContext.RequestID
-}
-
-// lambdaTraceID is the X-Ray trace id of the invocation (the Root field of
-// the trace header the runtime passes), joining the log line and the
-// metrics line to the trace; "" where there is no trace (local runs).
-func lambdaTraceID(ctx context.Context) string {
-	header, _ := ctx.Value("x-amzn-trace-id").(string) // aws-lambda-go's key
-	for field := range strings.SplitSeq(header, ";") {
-		if root, ok := strings.CutPrefix(field, "Root="); ok {
-			return root
-		}
-	}
-	return ""
 }

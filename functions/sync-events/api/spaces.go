@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/go-json-experiment/json"
 
 	"github.com/sync-events/sync-events/errcode"
@@ -68,11 +67,11 @@ func stream(r *mutation.Request) (string, error) {
 // spaceMutationCaller is whom a mutation of a space counts a refusal
 // against: its caller, when the route names a space and the caller is
 // known.
-func spaceMutationCaller(r *mutation.Request, params map[string]string) (string, bool) {
-	if _, ok := params["spaceId"]; !ok {
+func spaceMutationCaller(r *http.Request) (string, bool) {
+	if r.PathValue("spaceId") == "" {
 		return "", false
 	}
-	sub, err := user(r)
+	sub, err := user(r.Context())
 	return sub, err == nil
 }
 
@@ -213,9 +212,9 @@ func membershipPlan(change eventstore.Change, status int, answer any) mutation.P
 }
 
 // listSpaces is GET /spaces: the caller's spaces, with their role.
-func (h *Handler) listSpaces(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := r.RequestContext.HTTP.Method
-	user, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
+func (h *Handler) listSpaces(r *http.Request) (mutation.Response, outcome) {
+	ctx, method := r.Context(), r.Method
+	user, err := user(ctx)
 	if err != nil {
 		return h.fail(err, method)
 	}
@@ -235,27 +234,25 @@ func (h *Handler) listSpaces(ctx context.Context, r *request) (events.APIGateway
 	if err != nil {
 		return h.fail(err, method)
 	}
-	return events.APIGatewayV2HTTPResponse{
-		StatusCode: http.StatusOK, Headers: map[string]string{"Content-Type": "application/json"}, Body: string(b),
-	}, outcome{result: metrics.OutcomeRead}
+	return jsonOK(b), outcome{result: metrics.OutcomeRead}
 }
 
 // listSpaceEvents is GET /spaces/{id}/events: a member's page of the
 // space's events, as GET /sync/events pages the caller's own.
-func (h *Handler) listSpaceEvents(ctx context.Context, r *request) (events.APIGatewayV2HTTPResponse, outcome) {
-	method := r.RequestContext.HTTP.Method
-	caller, err := user(mutation.FromHTTPAPI(r.APIGatewayV2HTTPRequest))
+func (h *Handler) listSpaceEvents(r *http.Request) (mutation.Response, outcome) {
+	method := r.Method
+	caller, err := user(r.Context())
 	if err != nil {
 		return h.fail(err, method)
 	}
-	st, err := spaceStream(r.params["spaceId"])
+	st, err := spaceStream(r.PathValue("spaceId"))
 	if err == nil {
 		err = spaceCaller(caller)
 	}
 	if err != nil {
 		return h.fail(err, method)
 	}
-	return h.page(ctx, r, caller, st, func(ctx context.Context) error {
+	return h.page(r, caller, st, func(ctx context.Context) error {
 		_, member, err := h.events.Role(ctx, st, caller)
 		if err == nil && !member {
 			err = eventstore.ErrNotMember

@@ -46,12 +46,14 @@ type Output struct {
 	Accepted func(stream string)
 }
 
-// envelope is how the API's mutations are put through package mutation:
-// the caller is the token's sub, within what DynamoDB can store, and every
-// write of the API names its own conflict (EVENT_ALREADY_EXISTS), so
-// CONFLICT is never answered.
+// envelope is how the API's mutations are put through package mutation,
+// and the one table of statuses every answer of the API is worded by
+// (Options.Answers for those outside the envelope): the caller is the
+// token's sub that the edge put in the context, within what DynamoDB can
+// store, and every write of the API names its own conflict
+// (EVENT_ALREADY_EXISTS), so CONFLICT is never answered.
 var envelope = mutation.Options{
-	User:     user,
+	User:     caller,
 	Statuses: statuses(),
 }
 
@@ -94,9 +96,6 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 	})
 	opts := envelope
 	opts.MaxBodyBytes = cfg.MaxBodyBytes
-	runner := mutation.New(flow, opts)
-	opts.MaxBodyBytes = MaxBatchBodyBytes
-	batches := mutation.New(flow, opts)
 	reads := ratelimit.NewLimiter(ratelimit.Bucket{Rate: float64(cfg.ReadsPerSecond), Burst: float64(cfg.ReadsBurst)}, maxReadLimitUsers)
 	// Refusals are limited while changes are: CHANGES_PER_SECOND=0 turns
 	// both off (make contract and make load run so).
@@ -105,5 +104,9 @@ func Wire(client *dynamodb.Client, cfg config.Config, out Output) *Handler {
 		refusals = ratelimit.Bucket{}
 	}
 	refused := ratelimit.NewLimiter(refusals, maxReadLimitUsers)
-	return &Handler{mutations: runner, batches: batches, events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics}
+	mux, byPattern := newMux()
+	return &Handler{
+		mux: mux, byPattern: byPattern, mutations: mutation.New(flow, opts), answers: envelope.Answers(),
+		events: events, reads: reads, refused: refused, maxBodyBytes: cfg.MaxBodyBytes, log: out.Log, metrics: out.Metrics,
+	}
 }

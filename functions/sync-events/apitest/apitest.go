@@ -38,7 +38,11 @@ import (
 )
 
 // Harness is the real handler on a real DynamoDB-compatible backend: one
-// Lambda execution environment.
+// Lambda execution environment. Requests go in as API Gateway events,
+// through the Lambda's own adapter (Handler.Handle, package edge), so that
+// every test of the API also holds the conversion at the Lambda's edge to
+// real events, and the contract check sees the exchange as API Gateway
+// does.
 type Harness struct {
 	T testing.TB
 	B *ddbtest.Backend
@@ -270,7 +274,7 @@ func EventBody(_ testing.TB, id string) string {
 }
 
 // Request is an API Gateway HTTP API event as API Gateway sends it,
-// built by the one event builder (devserver.Event, what make run uses):
+// built by the one event builder (Event):
 // lowercased header names, the JWT authorizer's claims in the context, the
 // generated execute-api domain. method and body are set as given, whatever
 // they are, so that hostile and fuzzed values reach the handler unchanged.
@@ -284,7 +288,7 @@ func Request(method, user, key, body string) events.APIGatewayV2HTTPRequest {
 	if user != "" {
 		r.Header.Set("Authorization", "Bearer "+devserver.UnsignedToken(map[string]any{"sub": "", "iss": "https://issuer.example", "aud": "sync-app"}))
 	}
-	req, err := devserver.Event(r)
+	req, err := Event(r)
 	if err != nil {
 		panic(err)
 	}

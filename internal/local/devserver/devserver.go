@@ -1,11 +1,14 @@
-// Package devserver serves a Lambda handler over plain HTTP for local
-// development: it turns each request into the API Gateway HTTP API (payload
-// 2.0) event the function would get in AWS, and stands in for the JWT
+// Package devserver serves the API's http.Handler over plain HTTP for
+// local development (make run): it stands in for API Gateway's JWT
 // authorizer by decoding a bearer token's claims WITHOUT checking its
-// signature. It is for loopback use only and never ships in the Lambda binary.
+// signature, and puts the caller in the request's context as the Lambda's
+// edge does (edge.WithCaller). It owns the guards that keep such a server
+// to the machine it runs on (guard.go) and make run's console log lines.
+// It is for loopback use only and never ships in the Lambda binary.
 package devserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,98 +18,47 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/google/uuid"
-)
 
-// HandlerFunc is a Lambda handler of HTTP API events.
-type HandlerFunc func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+	"github.com/sync-events/sync-events/internal/edge"
+)
 
 // maxRequestBytes mirrors API Gateway's 10 MB payload limit.
 const maxRequestBytes = 10 << 20
 
-// invocationTimeout is the deadline given to each invocation, as Lambda would.
+// invocationTimeout is the deadline given to each request, as Lambda
+// gives each invocation one.
 const invocationTimeout = 10 * time.Second
 
-// Handler adapts fn to net/http.
-func Handler(fn HandlerFunc) http.Handler {
+// Handler serves next as API Gateway and Lambda would: a body over API
+// Gateway's limit refused before next sees it, the bearer token's sub as
+// the caller (unverified), a request id and a deadline.
+func Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ev, err := Event(r)
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		if err == nil && len(b) > maxRequestBytes {
+			err = fmt.Errorf("request body over %d bytes", maxRequestBytes)
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 			return
 		}
-		lc := &lambdacontext.LambdaContext{AwsRequestID: uuid.NewString()}
-		ctx, cancel := context.WithTimeout(lambdacontext.NewContext(r.Context(), lc), invocationTimeout)
-		defer cancel()
-		resp, err := fn(ctx, ev)
-		if err != nil {
-			http.Error(w, `{"message":"Internal Server Error"}`, http.StatusInternalServerError)
-			return
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		ctx := edge.WithRequestID(r.Context(), uuid.NewString())
+		if sub, ok := BearerClaims(r.Header.Get("Authorization"))["sub"]; ok {
+			ctx = edge.WithCaller(ctx, sub)
 		}
-		write(w, resp)
+		ctx, cancel := context.WithTimeout(ctx, invocationTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// Event builds the API Gateway event for r, as API Gateway would: header
-// names lowercased, repeated headers and query parameters joined with
-// commas, a body that is not UTF-8 text base64-encoded.
-func Event(r *http.Request) (events.APIGatewayV2HTTPRequest, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	if err != nil {
-		return events.APIGatewayV2HTTPRequest{}, err
-	}
-	if len(b) > maxRequestBytes {
-		return events.APIGatewayV2HTTPRequest{}, fmt.Errorf("request body over %d bytes", maxRequestBytes)
-	}
-	now := time.Now()
-	ev := events.APIGatewayV2HTTPRequest{
-		Version:  "2.0",
-		RouteKey: "$default",
-		RawPath:  r.URL.EscapedPath(), // as API Gateway hands it: percent-encoded
-		Headers:  map[string]string{},
-		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			AccountID: "000000000000", APIID: "local", Stage: "$default", RouteKey: "$default",
-			RequestID: uuid.NewString(), DomainName: r.Host, Time: now.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: now.UnixMilli(),
-			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
-				Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: r.RemoteAddr, UserAgent: r.UserAgent(),
-			},
-		},
-	}
-	ev.RawQueryString = r.URL.RawQuery
-	if q := r.URL.Query(); len(q) > 0 {
-		ev.QueryStringParameters = map[string]string{}
-		for k, vs := range q {
-			ev.QueryStringParameters[k] = strings.Join(vs, ",")
-		}
-	}
-	for k, vs := range r.Header {
-		if strings.EqualFold(k, "Cookie") {
-			ev.Cookies = vs
-			continue
-		}
-		ev.Headers[strings.ToLower(k)] = strings.Join(vs, ",")
-	}
-	if claims := bearerClaims(r.Header.Get("Authorization")); claims != nil {
-		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: claims},
-		}
-	}
-	if utf8.Valid(b) {
-		ev.Body = string(b)
-	} else {
-		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(b), true
-	}
-	return ev, nil
-}
-
-// bearerClaims decodes the claims of "Bearer <JWT>" the way API Gateway
+// BearerClaims decodes the claims of "Bearer <JWT>" the way API Gateway
 // hands them to the function: every value a string. The signature is NOT
 // checked: this is a local stand-in for the authorizer.
-func bearerClaims(auth string) map[string]string {
+func BearerClaims(auth string) map[string]string {
 	token, ok := strings.CutPrefix(auth, "Bearer ")
 	if !ok {
 		return nil
@@ -139,7 +91,7 @@ func bearerClaims(auth string) map[string]string {
 }
 
 // UnsignedToken is a JWT carrying claims and no real signature: what
-// bearerClaims reads, for make run's clients and tests. API Gateway would
+// BearerClaims reads, for make run's clients and tests. API Gateway would
 // refuse it.
 func UnsignedToken(claims map[string]any) string {
 	b, err := json.Marshal(claims)
@@ -149,35 +101,13 @@ func UnsignedToken(claims map[string]any) string {
 	return "eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString(b) + ".unsigned"
 }
 
-func write(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
-	for k, v := range resp.Headers {
-		w.Header().Set(k, v)
-	}
-	for k, vs := range resp.MultiValueHeaders {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	for _, c := range resp.Cookies {
-		w.Header().Add("Set-Cookie", c)
-	}
-	body := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
-			body = b
-		}
-	}
-	w.WriteHeader(resp.StatusCode)
-	w.Write(body) //nolint:errcheck // the client went away
-}
-
 // BearerSubject is the sub claim of a bearer token, "Bearer <JWT>" or the
 // JWT alone (as AppSync's authorization header carries it), read as
-// bearerClaims reads it: NOT checked.
+// BearerClaims reads it: NOT checked.
 func BearerSubject(auth string) (string, bool) {
 	if !strings.HasPrefix(auth, "Bearer ") {
 		auth = "Bearer " + auth
 	}
-	sub := bearerClaims(auth)["sub"]
+	sub := BearerClaims(auth)["sub"]
 	return sub, sub != ""
 }
