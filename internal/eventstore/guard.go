@@ -30,23 +30,16 @@ type guard struct {
 	// instead when the space is busy (accept); membership changes and
 	// deletions always commit at the head.
 	mayAccept bool
-	// whilePending, if set, runs before the commit is made again when a
-	// write failed on a member's accepted events not yet placed
-	// (errMemberPending): a removal stops the member's accepts meanwhile.
-	whilePending func(ctx context.Context, now time.Time) error
+	// whilePending, if set, runs when the commit failed on a member's
+	// accepted events not yet placed (errMemberPending), and returns the
+	// head to make it again at: a removal stops the member's accepts (the
+	// first time) and waits until their events are placed.
+	whilePending func(ctx context.Context, now time.Time, first bool) (Head, error)
 }
 
 // mayBeAccepted reports whether the commit may be accepted instead of
 // made at the head.
 func (g *guard) mayBeAccepted() bool { return g != nil && g.mayAccept }
-
-// memberPending runs whilePending, if any.
-func (g *guard) memberPending(ctx context.Context, now time.Time) error {
-	if g == nil || g.whilePending == nil {
-		return nil
-	}
-	return g.whilePending(ctx, now)
-}
 
 // check adds w, answered by refusal when its condition fails.
 func (g *guard) check(w types.TransactWriteItem, refusal error) {
