@@ -66,13 +66,7 @@ func (t Table) Drain(ctx context.Context, stream string) (int, error) {
 // removal reads the member's count to know whether enough were.
 func passForHead(ctx context.Context, t Table, stream string) (head Head, ok bool, err error) {
 	_, _, last, err := pass(ctx, t, stream, nil, 1)
-	if errors.Is(err, idempotency.ErrTransactionConflict) {
-		return Head{}, false, nil
-	}
-	if err != nil || last == nil {
-		return Head{}, false, err
-	}
-	return *last, true, nil
+	return headLeft(last, err)
 }
 
 // drainForHead is Drain for a commit at the head that waits on it (a
@@ -83,6 +77,13 @@ func passForHead(ctx context.Context, t Table, stream string) (head Head, ok boo
 // events, and the commit's own condition tells whether enough were.
 func drainForHead(ctx context.Context, t Table, stream string) (head Head, ok bool, err error) {
 	_, last, err := drain(ctx, t, stream, nil)
+	return headLeft(last, err)
+}
+
+// headLeft is the head a pass or a drain for a waiting commit left
+// (last, ok false where not known), and its failure: one that lost the
+// head to other passes is none.
+func headLeft(last *Head, err error) (head Head, ok bool, _ error) {
 	if errors.Is(err, idempotency.ErrTransactionConflict) {
 		return Head{}, false, nil
 	}
